@@ -1,0 +1,126 @@
+# TokenWire build. Plain GNU make; -j2 friendly; incremental (header deps via -MMD).
+#
+#   make              build/tokenwire (static) and build/weights_tool
+#   make test         every GoogleTest suite that needs no GPU
+#   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test SAN=thread   the same under ThreadSanitizer
+#   make fuzz         libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)
+#   make run          serve on 127.0.0.1:8080 (ARGS="..." adds flags)
+#   make bench        benchmarks; rewrites RESULTS.md tables from bench/results/
+#
+# Layout: each folder under src/ is one layer and becomes one archive
+# build/lib/<layer>.a; tests/<layer>/*_test.cc become build/tests/<layer>_tests.
+
+CXX      ?= g++
+CLANGXX  ?= clang++
+SAN      ?=
+FUZZ_SECONDS ?= 60
+ARGS     ?=
+
+ifeq ($(SAN),1)
+  BUILD    := build/asan
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  OPT      := -O1 -g
+else ifeq ($(SAN),thread)
+  BUILD    := build/tsan
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+  OPT      := -O1 -g
+else
+  BUILD    := build
+  SANFLAGS :=
+  OPT      := -O2 -g
+endif
+
+WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
+CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -Isrc -Itests -MMD -MP \
+            -DTW_SOURCE_DIR=\"$(CURDIR)\"
+LDFLAGS  := $(SANFLAGS) -pthread
+# The shipped binaries are static; sanitizer builds cannot be.
+ifeq ($(SANFLAGS),)
+  STATIC := -static
+endif
+
+LAYERS   := $(sort $(patsubst src/%/,%,$(wildcard src/*/)))
+LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(wildcard src/$(l)/*.cc),$(BUILD)/lib/$(l).a))
+LIBS_GROUP := -Wl,--start-group $(LAYER_LIBS) -Wl,--end-group
+
+TEST_DIRS := $(sort $(filter-out support data fuzz gpu,$(notdir $(wildcard tests/*))))
+TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*_test.cc),$(BUILD)/tests/$(d)_tests))
+SUPPORT_SRCS := $(wildcard tests/support/*.cc)
+SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
+
+GTEST_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/libgtest.a /usr/local/lib/libgtest.a))
+
+.PHONY: all test fuzz run bench clean gtest-check
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/tokenwire $(BUILD)/weights_tool
+
+# ---- objects and layer archives -------------------------------------------
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+define LAYER_RULE
+$(BUILD)/lib/$(1).a: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard src/$(1)/*.cc))
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
+
+# ---- binaries ----------------------------------------------------------------
+$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS)
+	$(CXX) $(STATIC) -o $@ $< $(LIBS_GROUP) $(LDFLAGS)
+
+$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS)
+	$(CXX) $(STATIC) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
+
+# ---- tests -------------------------------------------------------------------
+gtest-check:
+	@if [ -z "$(GTEST_LIB)" ] || [ ! -d /usr/include/gtest ]; then \
+	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
+
+define TEST_RULE
+$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) | gtest-check
+	@mkdir -p $$(dir $$@)
+	$(CXX) -o $$@ $$(filter %.o,$$^) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
+endef
+$(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
+
+# Test binaries run one after another (the loopback tests use ports and
+# threads of their own); each build step above is parallel.
+test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
+	@set -e; pass=0; fail=0; for t in $(TEST_BINS); do \
+	  echo "== $$t"; \
+	  if $$t --gtest_brief=1; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	done; echo "$$pass passed, $$fail failed"; test $$fail -eq 0
+
+# ---- fuzzing (clang + libFuzzer) -------------------------------------------
+FUZZ_SRCS := $(wildcard tests/fuzz/*_fuzz.cc)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.cc=build/fuzz/%)
+FUZZ_LIB_SRCS := $(wildcard src/*/*.cc)
+FUZZ_FLAGS := -std=c++20 -O1 -g -Isrc -fsanitize=fuzzer,address,undefined -DTW_SOURCE_DIR=\"$(CURDIR)\" -pthread
+
+build/fuzz/%: tests/fuzz/%.cc $(FUZZ_LIB_SRCS)
+	@mkdir -p build/fuzz
+	$(CLANGXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_SRCS)
+
+fuzz: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do \
+	  name=$$(basename $$f); mkdir -p build/fuzz/corpus/$$name; \
+	  echo "== $$name for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus/$$name $$(test -d tests/fuzz/seeds/$$name && echo tests/fuzz/seeds/$$name) 2>&1 | tail -n 12; \
+	done
+
+# ---- running and benchmarks -------------------------------------------------
+run: $(BUILD)/tokenwire
+	$(BUILD)/tokenwire serve --host 127.0.0.1 --port 8080 $(ARGS)
+
+bench: all
+	bash bench/run.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,269 @@
+// CPU forward-pass benchmark on a GPT-2-small-shaped (124M) random model:
+// prefill of a 200-token prompt, and one decode step at batch 1, 8 and 32
+// with 200 tokens of context per sequence (medians over several runs), next
+// to the machine's floors: memory read bandwidth (a STREAM-like read loop of
+// our own) and float32 FMA peak, both measured here on the same threads.
+//
+// Usage: build/bench_cpu_model [--threads N] [--quick] [--out FILE.json]
+// Prints a human-readable summary and writes the raw numbers as JSON.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu/aligned.h"
+#include "cpu/kernels.h"
+#include "cpu/thread_pool.h"
+#include "forward/random_gpt2.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Timing {
+  double median_s = 0, min_s = 0, max_s = 0;
+  int reps = 0;
+};
+
+template <typename Fn>
+Timing Time(int reps, int warm, const Fn& fn) {
+  for (int i = 0; i < warm; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(Seconds(a, Clock::now()));
+  }
+  Timing r;
+  r.median_s = Median(t);
+  r.min_s = *std::min_element(t.begin(), t.end());
+  r.max_s = *std::max_element(t.begin(), t.end());
+  r.reps = reps;
+  return r;
+}
+
+// ---- floors -------------------------------------------------------------------
+
+__attribute__((target("avx2"))) float ReadSum(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+
+// Bytes/s read from a buffer far larger than the caches, all threads.
+double MeasureReadBandwidth(tw::cpu::ThreadPool* pool, int reps) {
+  const size_t floats = size_t(1) << 28;  // 1 GiB
+  tw::cpu::AlignedFloats buf = tw::cpu::AllocAligned(floats);
+  const int tasks = pool->threads() * 8;
+  const size_t chunk = floats / tasks;
+  pool->ParallelFor(tasks, [&](int t, int) {
+    for (size_t i = t * chunk; i < (t + 1) * chunk; ++i) buf[i] = 1.0f;
+  });
+  std::vector<float> sink(tasks);
+  Timing t = Time(reps, 1, [&] {
+    pool->ParallelFor(tasks, [&](int i, int) { sink[i] = ReadSum(buf.get() + i * chunk, chunk); });
+  });
+  if (sink[0] != static_cast<float>(chunk) && sink[0] < 1.0f) std::printf("(impossible)\n");
+  return floats * sizeof(float) / t.median_s;
+}
+
+constexpr int kPeakIters = 20 * 1000 * 1000;
+
+__attribute__((target("avx512f"))) float FmaLoop512() {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
+  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+  for (int it = 0; it < kPeakIters / 16; ++it)
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0] + out[15];
+}
+
+__attribute__((target("avx2,fma"))) float FmaLoop256() {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
+  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+  for (int it = 0; it < kPeakIters / 12; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+
+// FLOP/s (2 per FMA lane) of independent FMAs on every thread.
+double MeasureFmaPeak(tw::cpu::ThreadPool* pool, bool avx512) {
+  std::vector<float> sink(pool->threads());
+  const double lanes = avx512 ? 16 : 8;
+  const double fmas = avx512 ? double(kPeakIters / 16) * 16 : double(kPeakIters / 12) * 12;
+  Timing t = Time(3, 1, [&] {
+    pool->ParallelFor(pool->threads(), [&](int i, int) { sink[i] = avx512 ? FmaLoop512() : FmaLoop256(); });
+  });
+  return pool->threads() * fmas * lanes * 2 / t.median_s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = tw::cpu::ThreadPool::HardwareThreads();
+  bool quick = false;
+  std::string out_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--quick") quick = true;
+    else if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--quick] [--out FILE.json]\n", argv[0]);
+      return 2;
+    }
+  }
+  using namespace tw;
+  const int kPrompt = 200;
+  const std::vector<int> batches = {1, 8, 32};
+
+  model::Gpt2Config cfg;  // GPT-2 small: 12 layers, 12 heads, 768 wide, 1024 ctx, 50257 vocab
+  std::printf("building random GPT-2 124M model...\n");
+  auto t0 = Clock::now();
+  testing::RandomGpt2Model model(cfg, 1);
+  cpu::ThreadPool pool(threads);
+  const int bs = 16;
+  const int blocks_per_seq = model::BlocksFor(kPrompt + 1, bs);
+  std::unique_ptr<model::KvPool> kv;
+  Status s = model::KvPool::Create(cfg, model::KvCacheConfig{blocks_per_seq * 32, bs}, &kv);
+  if (!s.ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
+  std::unique_ptr<model::Gpt2Forward> fwd;
+  s = model::Gpt2Forward::Create(model, kv.get(), &pool, model::ForwardLimits{32, 256}, &fwd);
+  if (!s.ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
+  std::printf("model ready in %.1f s (params %.1f MB, packed %.1f MB, KV pool %.1f MB, isa %s, threads %d)\n",
+              Seconds(t0, Clock::now()), model.parameter_bytes() / 1e6, fwd->packed_weight_bytes() / 1e6,
+              kv->bytes() / 1e6, cpu::IsaName(cpu::ActiveIsa()), threads);
+
+  model::BlockAllocator alloc(kv->num_blocks());
+  std::vector<model::SeqState> seqs(32);
+  for (auto& q : seqs) alloc.Alloc(blocks_per_seq, &q.block_table);
+  std::vector<int32_t> prompt(kPrompt);
+  for (int i = 0; i < kPrompt; ++i) prompt[i] = (i * 7919 + 13) % cfg.vocab_size;
+  std::vector<float> logits(static_cast<size_t>(32) * cfg.vocab_size);
+
+  // (i) prefill, last-position logits.
+  Timing prefill = Time(quick ? 3 : 9, 1, [&] {
+    seqs[0].length = 0;
+    Status st = fwd->Prefill(&seqs[0], prompt.data(), kPrompt, logits.data());
+    if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
+  });
+  std::printf("prefill %d tokens: median %.2f ms (min %.2f, max %.2f)\n", kPrompt, prefill.median_s * 1e3,
+              prefill.min_s * 1e3, prefill.max_s * 1e3);
+  // Every sequence gets the same 200-token context (copy of sequence 0's blocks).
+  for (int b = 1; b < 32; ++b) {
+    for (int i = 0; i < blocks_per_seq; ++i) {
+      std::memcpy(kv->block(seqs[b].block_table[i]), kv->block(seqs[0].block_table[i]),
+                  kv->FloatsPerBlock() * sizeof(float));
+    }
+  }
+  // (ii)/(iii) one decode step with 200 tokens of context.
+  std::vector<Timing> decode;
+  for (int B : batches) {
+    std::vector<model::SeqState*> ptrs;
+    for (int b = 0; b < B; ++b) ptrs.push_back(&seqs[b]);
+    std::vector<int32_t> toks(B);
+    for (int b = 0; b < B; ++b) toks[b] = (b * 101 + 5) % cfg.vocab_size;
+    int reps = B <= 8 ? (quick ? 5 : 21) : (quick ? 3 : 11);
+    Timing t = Time(reps, 2, [&] {
+      for (int b = 0; b < B; ++b) seqs[b].length = kPrompt;
+      Status st = fwd->DecodeBatch(ptrs.data(), toks.data(), B, logits.data());
+      if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
+    });
+    std::printf("decode B=%2d ctx %d: median %.2f ms (min %.2f, max %.2f) -> %.1f tok/s aggregate\n", B, kPrompt,
+                t.median_s * 1e3, t.min_s * 1e3, t.max_s * 1e3, B / t.median_s);
+    decode.push_back(t);
+  }
+
+  // Floors.
+  const double bw = MeasureReadBandwidth(&pool, quick ? 3 : 7);
+  const bool avx512 = cpu::IsaSupported(cpu::Isa::kAvx512);
+  const double peak = MeasureFmaPeak(&pool, avx512);
+  std::printf("floors: read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s (%s, %d threads)\n", bw / 1e9,
+              peak / 1e9, avx512 ? "avx512" : "avx2", threads);
+
+  // Work per operation (what a perfect implementation must read / compute).
+  const double C = cfg.n_embd, L = cfg.n_layer, V = cfg.vocab_size;
+  const double layer_macs = C * 3 * C + C * C + 2 * C * 4 * C;  // per token
+  const double weight_bytes = 4 * (L * layer_macs + C * V);     // matrices + LM head, read once
+  const double kv_bytes_per_seq = 4 * L * 2 * C * (kPrompt + 1);
+  auto attn_flops = [&](double ctx) { return 2 * 2 * L * C * ctx; };  // q.K and p.V
+  const double prefill_flops = 2 * L * layer_macs * kPrompt + attn_flops((kPrompt + 1) / 2.0) * kPrompt + 2 * C * V;
+  const double prefill_floor_s = std::max(prefill_flops / peak, weight_bytes / bw);
+  std::vector<double> decode_floor_s;
+  for (int B : batches) {
+    double flops = B * (2 * (L * layer_macs + C * V) + attn_flops(kPrompt + 1));
+    double bytes = weight_bytes + B * kv_bytes_per_seq;
+    decode_floor_s.push_back(std::max(flops / peak, bytes / bw));
+  }
+
+  std::string j = "{\n";
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "  \"threads\": %d,\n  \"isa\": \"%s\",\n  \"prompt_tokens\": %d,\n  \"quick\": %s,\n"
+                "  \"read_bandwidth_bytes_per_s\": %.4g,\n  \"fma_peak_flops\": %.4g,\n"
+                "  \"weight_bytes_per_step\": %.6g,\n  \"kv_bytes_per_seq\": %.6g,\n",
+                threads, cpu::IsaName(cpu::ActiveIsa()), kPrompt, quick ? "true" : "false", bw, peak, weight_bytes,
+                kv_bytes_per_seq);
+  j += line;
+  std::snprintf(line, sizeof line,
+                "  \"prefill\": {\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, "
+                "\"flops\": %.6g, \"floor_ms\": %.3f},\n",
+                prefill.median_s * 1e3, prefill.min_s * 1e3, prefill.max_s * 1e3, prefill.reps, prefill_flops,
+                prefill_floor_s * 1e3);
+  j += line;
+  j += "  \"decode\": [\n";
+  for (size_t i = 0; i < batches.size(); ++i) {
+    std::snprintf(line, sizeof line,
+                  "    {\"batch\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, "
+                  "\"tok_per_s\": %.2f, \"floor_ms\": %.3f}%s\n",
+                  batches[i], decode[i].median_s * 1e3, decode[i].min_s * 1e3, decode[i].max_s * 1e3, decode[i].reps,
+                  batches[i] / decode[i].median_s, decode_floor_s[i] * 1e3, i + 1 < batches.size() ? "," : "");
+    j += line;
+  }
+  j += "  ]\n}\n";
+  if (!out_path.empty()) {
+    FILE* f = std::fopen(out_path.c_str(), "w");
+    if (!f || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
+      std::fprintf(stderr, "cannot write %s\n", out_path.c_str());
+      return 1;
+    }
+  } else {
+    std::fputs(j.c_str(), stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,25 @@
+# Suggested rules for the bench's shared library code (bench/lib/*.cc, e.g.
+# the SVG chart writer). Include from the top-level Makefile after its own
+# variables are set:
+#
+#   include bench/lib/bench.mk
+#
+# and link $(BENCH_LIB) into each bench program, e.g.
+#
+#   $(BUILD)/bench/loadgen: $(BUILD)/obj/bench/loadgen.o $(BENCH_LIB) $(LAYER_LIBS)
+#   	$(CXX) -o $@ $(filter %.o,$^) $(BENCH_LIB) $(LIBS_GROUP) $(LDFLAGS)
+#
+# Sources include their own headers by relative path ("svg.h"), so no extra
+# -I is needed; bench programs include "lib/svg.h" with -Ibench, or
+# "../lib/svg.h". The generic $(BUILD)/obj/%.o rule compiles them.
+# When this is wired in, tests/client/svg_lib.cc (which compiles svg.cc into
+# the client tests) can be replaced by linking $(BENCH_LIB) into
+# $(BUILD)/tests/client_tests.
+
+BENCH_LIB_SRCS := $(wildcard bench/lib/*.cc)
+BENCH_LIB := $(BUILD)/lib/benchlib.a
+
+$(BENCH_LIB): $(BENCH_LIB_SRCS:%.cc=$(BUILD)/obj/%.o)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^

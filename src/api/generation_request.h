@@ -1,0 +1,65 @@
+// Parsing and validating a generation request body (DESIGN.md §4).
+//
+// Turns the JSON body of POST /v1/stream, /v1/streams, /v1/generate and the
+// WebSocket "generate" op into a backend::GenerationRequest. Everything that
+// can be refused is refused here, before the first byte of a response:
+//   400 invalid_json     the body is not JSON (with the byte offset)
+//   400 invalid_request  unknown field, or a field of the wrong JSON type
+//   422 invalid_request  a value out of range (max_new_tokens < 1, ...)
+//   422 prompt_too_long  prompt tokens + max_new_tokens over the context
+//
+// Threads: pure functions; call from the I/O thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "json/json.h"
+#include "stream/hub.h"
+
+namespace tw::tokenizer {
+class Tokenizer;
+}
+
+namespace tw::api {
+
+struct RequestBounds {
+  int max_new_tokens = 1024;      // --max-new-tokens: the largest a request may ask
+  int default_new_tokens = 64;    // when the request does not say
+  int context_length = 1024;      // prompt + new tokens
+  size_t max_stop_strings = 4;
+  size_t max_stop_bytes = 64;     // each stop string
+  int max_json_depth = 64;
+  int64_t max_queue_timeout_ms = 3600 * 1000;
+  int vocab_size = 50257;
+};
+
+struct RequestError {
+  int status = 400;
+  std::string type;     // invalid_json, invalid_request, prompt_too_long
+  std::string message;
+  int64_t offset = -1;  // for invalid_json
+};
+
+struct ParsedGeneration {
+  backend::GenerationRequest request;
+  stream::Policy policy = stream::Policy::kDropSlow;
+  bool has_policy = false;
+};
+
+// `allow_extra` lists top-level fields that are accepted and ignored (the
+// WebSocket "op"). Returns false with *err filled on any refusal.
+bool ParseGenerationRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
+                            const RequestBounds& bounds, stream::Policy default_policy,
+                            ParsedGeneration* out, RequestError* err,
+                            std::initializer_list<std::string_view> allow_extra = {});
+
+// Same, from an already-parsed JSON object.
+bool ParseGenerationObject(const json::Value& obj, const tokenizer::Tokenizer& tokenizer,
+                           const RequestBounds& bounds, stream::Policy default_policy,
+                           ParsedGeneration* out, RequestError* err,
+                           std::initializer_list<std::string_view> allow_extra = {});
+
+}  // namespace tw::api

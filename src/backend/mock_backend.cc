@@ -1,0 +1,266 @@
+#include "backend/mock_backend.h"
+
+#include <algorithm>
+
+#include "backend/events.h"
+#include "backend/text_assembler.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8_stream.h"
+
+namespace tw::backend {
+
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Ordinary GPT-2 tokens only: never <|endoftext|> (50256), so a mock stream
+// ends by length, stop string or cancel.
+constexpr uint64_t kMockVocab = 50000;
+
+}  // namespace
+
+struct MockBackend::Sequence {
+  std::string id;
+  std::shared_ptr<stream::Stream> stream;
+  GenerationRequest request;
+  int produced = 0;
+  bool paused = false;
+  bool first_due_pending = true;  // the TTFT delay has not elapsed yet
+  stream::Clock::time_point next_due;
+  uint64_t ticket = 0;  // current schedule entry; 0 = not scheduled
+  tokenizer::Utf8StreamDecoder utf8;
+  std::unique_ptr<TextAssembler> text;
+};
+
+int32_t MockBackend::TokenAt(const std::vector<int32_t>& prompt, uint64_t seed, int index) {
+  uint64_t h = SplitMix64(seed);
+  for (int32_t t : prompt) h = SplitMix64(h ^ static_cast<uint32_t>(t));
+  return static_cast<int32_t>(SplitMix64(h + static_cast<uint64_t>(index)) % kMockVocab);
+}
+
+MockBackend::MockBackend(const MockOptions& options, const tokenizer::Tokenizer* tokenizer)
+    : options_(options),
+      tokenizer_(tokenizer),
+      interval_(std::chrono::duration_cast<stream::Clock::duration>(
+          std::chrono::duration<double>(1.0 / std::max(options.tokens_per_s, 1e-3)))) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+MockBackend::~MockBackend() { Shutdown(); }
+
+bool MockBackend::Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
+                         SubmitRefusal* refusal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    if (refusal) {
+      refusal->http_status = 503;
+      refusal->type = "shutting_down";
+      refusal->message = "the server is shutting down";
+    }
+    return false;
+  }
+  Command c{Command::Kind::kSubmit, stream->id(), std::move(stream), std::move(request),
+            stream::Clock::now()};
+  inbox_.push_back(std::move(c));
+  live_++;
+  cv_.notify_one();
+  return true;
+}
+
+void MockBackend::Cancel(const std::string& stream_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = logs_.find(stream_id);
+  if (it != logs_.end() && it->second.cancel_requested == stream::Clock::time_point{}) {
+    it->second.cancel_requested = stream::Clock::now();
+  }
+  inbox_.push_back(Command{Command::Kind::kCancel, stream_id, nullptr, {}, stream::Clock::now()});
+  cv_.notify_one();
+}
+
+void MockBackend::SetPaused(const std::string& stream_id, bool paused) {
+  std::lock_guard<std::mutex> lock(mu_);
+  inbox_.push_back(Command{paused ? Command::Kind::kPause : Command::Kind::kResume, stream_id,
+                           nullptr, {}, stream::Clock::now()});
+  cv_.notify_one();
+}
+
+void MockBackend::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void MockBackend::WriteStats(json::Writer* w) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  w->Key("running");
+  w->Int(static_cast<int64_t>(live_));
+  w->Key("waiting");
+  w->Int(0);
+}
+
+size_t MockBackend::live_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
+}
+
+bool MockBackend::GetEmissionLog(const std::string& stream_id, EmissionLog* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = logs_.find(stream_id);
+  if (it == logs_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void MockBackend::Log(const std::string& id, int32_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  logs_[id].tokens.push_back(token);
+}
+
+void MockBackend::Apply(Command& c) {
+  auto it = seqs_.find(c.id);
+  switch (c.kind) {
+    case Command::Kind::kSubmit: {
+      auto s = std::make_unique<Sequence>();
+      s->id = c.id;
+      s->stream = std::move(c.stream);
+      s->request = std::move(c.request);
+      s->text = std::make_unique<TextAssembler>(s->request.stop);
+      s->next_due = s->request.arrival + std::chrono::milliseconds(options_.ttft_ms);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        logs_[s->id];  // create (cancel_requested may be set before submit is applied)
+        log_order_.push_back(s->id);
+        while (log_order_.size() > options_.max_logged_streams) {
+          logs_.erase(log_order_.front());
+          log_order_.pop_front();
+        }
+      }
+      s->ticket = next_ticket_++;
+      schedule_.push({s->next_due, s->ticket});
+      tickets_[s->ticket] = s.get();
+      seqs_[s->id] = std::move(s);
+      break;
+    }
+    case Command::Kind::kCancel:
+      if (it != seqs_.end()) Finish(*it->second, "cancelled", "");
+      break;
+    case Command::Kind::kPause:
+      if (it != seqs_.end() && !it->second->paused) {
+        Sequence& s = *it->second;
+        s.paused = true;
+        tickets_.erase(s.ticket);
+        s.ticket = 0;
+      }
+      break;
+    case Command::Kind::kResume:
+      if (it != seqs_.end() && it->second->paused) {
+        Sequence& s = *it->second;
+        s.paused = false;
+        // The first token still waits out its TTFT; later ones keep the rate.
+        s.next_due = s.first_due_pending ? std::max(s.next_due, c.at) : c.at + interval_;
+        s.ticket = next_ticket_++;
+        schedule_.push({s.next_due, s.ticket});
+        tickets_[s.ticket] = &s;
+      }
+      break;
+  }
+}
+
+void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
+  int32_t token = TokenAt(s.request.prompt_tokens, s.request.seed, s.produced);
+  Log(s.id, token);
+  std::string text = s.utf8.Push(tokenizer_->TokenBytes(token));
+  TextAssembler::Step step = s.text->Push(text);
+  int index = s.produced++;
+  s.first_due_pending = false;
+  if (step.stopped) {
+    s.stream->Append(stream::EventType::kToken, TokenEventData(index, token, step.text));
+    Finish(s, "stop", "");
+    return;
+  }
+  if (s.produced >= s.request.max_new_tokens) {
+    // Last token: carry everything held back (partial character, possible
+    // stop-string prefix) in its text.
+    std::string tail = step.text + s.text->Push(s.utf8.Flush()).text + s.text->Flush();
+    s.stream->Append(stream::EventType::kToken, TokenEventData(index, token, tail));
+    Finish(s, "length", "");
+    return;
+  }
+  s.stream->Append(stream::EventType::kToken, TokenEventData(index, token, step.text));
+  s.next_due += interval_;
+  if (s.next_due < now - 100 * interval_) s.next_due = now;  // don't burst after a stall
+  s.ticket = next_ticket_++;
+  schedule_.push({s.next_due, s.ticket});
+  tickets_[s.ticket] = &s;
+}
+
+void MockBackend::Finish(Sequence& s, const char* reason, std::string /*text_tail*/) {
+  int prompt = static_cast<int>(s.request.prompt_tokens.size());
+  s.stream->Finish(stream::EventType::kDone, DoneEventData(reason, prompt, s.produced));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = logs_.find(s.id);
+    if (it != logs_.end()) {
+      it->second.exited = true;
+      it->second.finish_reason = reason;
+      it->second.exit_time = stream::Clock::now();
+    }
+    live_--;
+  }
+  if (s.ticket) tickets_.erase(s.ticket);
+  seqs_.erase(s.id);  // destroys s
+}
+
+void MockBackend::Run() {
+  std::vector<Command> batch;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Drop stale schedule entries (paused or finished sequences).
+      while (!schedule_.empty() && !tickets_.count(schedule_.top().second)) schedule_.pop();
+      if (inbox_.empty() && !stopping_) {
+        if (schedule_.empty()) {
+          cv_.wait(lock, [&] { return !inbox_.empty() || stopping_; });
+        } else {
+          cv_.wait_until(lock, schedule_.top().first, [&] { return !inbox_.empty() || stopping_; });
+        }
+      }
+      batch.swap(inbox_);
+      if (stopping_) {
+        lock.unlock();
+        for (auto& c : batch) {
+          if (c.kind == Command::Kind::kSubmit) {
+            // Accepted but never started: still finish it exactly once.
+            Apply(c);
+          }
+        }
+        batch.clear();
+        while (!seqs_.empty()) Finish(*seqs_.begin()->second, "cancelled", "");
+        return;
+      }
+    }
+    for (auto& c : batch) Apply(c);
+    batch.clear();
+    auto now = stream::Clock::now();
+    while (!schedule_.empty() && schedule_.top().first <= now) {
+      uint64_t ticket = schedule_.top().second;
+      schedule_.pop();
+      auto it = tickets_.find(ticket);
+      if (it == tickets_.end()) continue;
+      Sequence* s = it->second;
+      tickets_.erase(it);
+      s->ticket = 0;
+      Produce(*s, now);
+    }
+  }
+}
+
+}  // namespace tw::backend

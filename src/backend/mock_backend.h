@@ -1,0 +1,116 @@
+// MockBackend: synthetic, deterministic tokens at a configured time to first
+// token and rate, so the server can be measured apart from compute.
+//
+// Token i of a stream is a pure function of (prompt tokens, seed, i), so a
+// test or the bench can recompute what any stream must contain. Every stream
+// honours max_new_tokens, stop strings, pause, resume and cancel exactly like
+// the real engine, and the mock keeps an emission log per stream: the token
+// ids it produced and the moment its producer exited (finished the stream).
+// Cancellation "reached the model" when that exit is recorded.
+//
+// Threads: one producer thread for all mock streams (a timer-driven loop);
+// the public methods are thread-safe and only record wishes in an inbox.
+// Memory: per live stream a small record; emission logs of at most
+// `max_logged_streams` streams (oldest dropped first).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace tw::tokenizer {
+class Tokenizer;
+}
+
+namespace tw::backend {
+
+struct MockOptions {
+  int ttft_ms = 200;
+  double tokens_per_s = 20.0;
+  size_t max_logged_streams = 20000;
+  std::string model_name = "mock-gpt2";
+  int context_length = 1024;
+};
+
+class MockBackend : public Backend {
+ public:
+  // `tokenizer` turns token ids into text; it must outlive the backend.
+  MockBackend(const MockOptions& options, const tokenizer::Tokenizer* tokenizer);
+  ~MockBackend() override;
+
+  const char* kind() const override { return "mock"; }
+  std::string model_name() const override { return options_.model_name; }
+  int context_length() const override { return options_.context_length; }
+  bool Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
+              SubmitRefusal* refusal) override;
+  void Cancel(const std::string& stream_id) override;
+  void SetPaused(const std::string& stream_id, bool paused) override;
+  void Shutdown() override;
+  void WriteStats(json::Writer* w) const override;
+
+  // The token the mock produces at position `index` for this prompt and seed.
+  static int32_t TokenAt(const std::vector<int32_t>& prompt, uint64_t seed, int index);
+
+  struct EmissionLog {
+    std::vector<int32_t> tokens;  // every token id produced, in order
+    bool exited = false;          // producer finished the stream
+    std::string finish_reason;
+    stream::Clock::time_point exit_time{};
+    stream::Clock::time_point cancel_requested{};  // zero if never
+  };
+  // Copy of the log for `stream_id`; false if unknown (never seen or evicted).
+  bool GetEmissionLog(const std::string& stream_id, EmissionLog* out) const;
+
+  size_t live_count() const;
+
+ private:
+  struct Sequence;
+  struct Command {
+    enum class Kind { kSubmit, kCancel, kPause, kResume } kind;
+    std::string id;
+    std::shared_ptr<stream::Stream> stream;
+    GenerationRequest request;
+    stream::Clock::time_point at;
+  };
+
+  void Run();
+  void Apply(Command& c);
+  void Produce(Sequence& s, stream::Clock::time_point now);
+  void Finish(Sequence& s, const char* reason, std::string text_tail);
+  void Log(const std::string& id, int32_t token);
+
+  const MockOptions options_;
+  const tokenizer::Tokenizer* const tokenizer_;
+  const stream::Clock::duration interval_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Protected by mu_:
+  std::vector<Command> inbox_;
+  bool stopping_ = false;
+  std::unordered_map<std::string, EmissionLog> logs_;
+  std::deque<std::string> log_order_;
+  size_t live_ = 0;
+
+  // Owned by the producer thread:
+  std::unordered_map<std::string, std::unique_ptr<Sequence>> seqs_;
+  using Due = std::pair<stream::Clock::time_point, uint64_t>;  // (when, ticket)
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> schedule_;
+  std::unordered_map<uint64_t, Sequence*> tickets_;
+  uint64_t next_ticket_ = 1;
+
+  std::thread thread_;
+};
+
+}  // namespace tw::backend

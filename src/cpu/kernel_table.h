@@ -1,0 +1,34 @@
+// Internal to src/cpu: the per-ISA kernel entry points that kernels.cc
+// dispatches to. Each table is defined by one translation unit
+// (kernels_scalar.cc, kernels_avx2.cc, kernels_avx512.cc) that instantiates
+// kernels_simd.inc for its instruction set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/kernels.h"
+
+namespace tw::cpu::internal {
+
+struct KernelTable {
+  // y (rows, N) += x (rows, K) @ W restricted to the columns of panels
+  // [panel_begin, panel_end); packed = PackedWeight::data.
+  void (*gemm_panels)(const float* x, int rows, int K, const float* packed, int panel_begin,
+                      int panel_end, int N, float* y);
+  void (*layernorm_row)(const float* x, int C, const float* w, const float* b, float eps,
+                        float* out);
+  void (*gelu)(float* x, size_t n);
+  void (*add)(const float* a, const float* b, float* out, size_t n);
+  void (*softmax)(float* x, int n);
+  void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
+                 float* out);
+  int tile_rows;    // MR: rows per register tile
+  int tile_panels;  // NP: panels per register tile
+};
+
+const KernelTable& ScalarTable();
+const KernelTable& Avx2Table();    // only valid where IsaSupported(kAvx2)
+const KernelTable& Avx512Table();  // only valid where IsaSupported(kAvx512)
+
+}  // namespace tw::cpu::internal

@@ -1,0 +1,190 @@
+#include "cpu/kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+#include "cpu/kernel_table.h"
+
+namespace tw::cpu {
+
+namespace {
+
+bool CpuHas(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return isa == Isa::kScalar;
+#endif
+}
+
+std::atomic<int> g_forced{-1};  // -1: BestIsa()
+
+const internal::KernelTable& Table() {
+  switch (ActiveIsa()) {
+    case Isa::kAvx512:
+      return internal::Avx512Table();
+    case Isa::kAvx2:
+      return internal::Avx2Table();
+    case Isa::kScalar:
+      break;
+  }
+  return internal::ScalarTable();
+}
+
+// Splits [0, n) into at most `parts` contiguous ranges whose boundaries are
+// multiples of `align`; returns the number of ranges and the size of each.
+int SplitAligned(int n, int parts, int align, int* chunk) {
+  int units = (n + align - 1) / align;
+  int per = (units + parts - 1) / parts;
+  if (per < 1) per = 1;
+  *chunk = per * align;
+  return (n + *chunk - 1) / *chunk;
+}
+
+// Below this much work (multiply-adds, or floats touched) a kernel runs on the
+// calling thread: waking the pool would cost more than it saves.
+constexpr double kMinParallelFma = 256 * 1024;
+constexpr size_t kMinParallelFloats = 32 * 1024;
+
+}  // namespace
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+bool IsaSupported(Isa isa) { return CpuHas(isa); }
+
+Isa BestIsa() {
+  static const Isa best = CpuHas(Isa::kAvx512) ? Isa::kAvx512
+                          : CpuHas(Isa::kAvx2) ? Isa::kAvx2
+                                               : Isa::kScalar;
+  return best;
+}
+
+Isa ActiveIsa() {
+  int f = g_forced.load(std::memory_order_relaxed);
+  return f < 0 ? BestIsa() : static_cast<Isa>(f);
+}
+
+Status ForceIsa(Isa isa) {
+  if (!CpuHas(isa)) {
+    return Status::Error(std::string("ForceIsa: this CPU does not support ") + IsaName(isa) +
+                         " (best available: " + IsaName(BestIsa()) + ")");
+  }
+  g_forced.store(static_cast<int>(isa), std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+void ResetIsa() { g_forced.store(-1, std::memory_order_relaxed); }
+
+// ---- packing ----------------------------------------------------------------
+
+size_t PackedWeightFloats(int in, int out) {
+  size_t panels = (static_cast<size_t>(out) + kPanelWidth - 1) / kPanelWidth;
+  return panels * static_cast<size_t>(in) * kPanelWidth;
+}
+
+void PackWeight(const float* w, int in, int out, float* dst) {
+  const int panels = (out + kPanelWidth - 1) / kPanelWidth;
+  for (int p = 0; p < panels; ++p) {
+    for (int k = 0; k < in; ++k) {
+      float* d = dst + (static_cast<size_t>(p) * in + k) * kPanelWidth;  // (16)
+      const float* s = w + static_cast<size_t>(k) * out;                  // row k of (in, out)
+      for (int j = 0; j < kPanelWidth; ++j) {
+        int col = p * kPanelWidth + j;
+        d[j] = col < out ? s[col] : 0.0f;
+      }
+    }
+  }
+}
+
+void PackWeightTransposed(const float* wt, int in, int out, float* dst) {
+  const int panels = (out + kPanelWidth - 1) / kPanelWidth;
+  for (int p = 0; p < panels; ++p) {
+    float* d = dst + static_cast<size_t>(p) * in * kPanelWidth;  // (in, 16)
+    for (int j = 0; j < kPanelWidth; ++j) {
+      int col = p * kPanelWidth + j;
+      const float* s = wt + static_cast<size_t>(col) * in;  // row col of (out, in)
+      for (int k = 0; k < in; ++k) d[static_cast<size_t>(k) * kPanelWidth + j] = col < out ? s[k] : 0.0f;
+    }
+  }
+}
+
+// ---- kernels ----------------------------------------------------------------
+
+void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w, const float* bias,
+            float* y, bool accumulate) {
+  const internal::KernelTable& t = Table();
+  const int K = w.in, N = w.out;
+  const int panels = (N + kPanelWidth - 1) / kPanelWidth;
+  const int threads = pool ? pool->threads() : 1;
+  // Column tiles: a few per thread for balance, whole register tiles each.
+  int chunk = 0;
+  const int tasks = SplitAligned(panels, threads * 4, t.tile_panels, &chunk);
+  auto task = [&](int i, int /*worker*/) {
+    const int p0 = i * chunk;
+    const int p1 = std::min(panels, p0 + chunk);
+    const int c0 = p0 * kPanelWidth, c1 = std::min(N, p1 * kPanelWidth);
+    for (int r = 0; r < rows; ++r) {  // y = bias (or y += bias) on this column range
+      float* yr = y + static_cast<size_t>(r) * N;
+      if (accumulate) {
+        if (bias) for (int c = c0; c < c1; ++c) yr[c] += bias[c];
+      } else {
+        for (int c = c0; c < c1; ++c) yr[c] = bias ? bias[c] : 0.0f;
+      }
+    }
+    t.gemm_panels(x, rows, K, w.data, p0, p1, N, y);
+  };
+  if (pool && static_cast<double>(rows) * K * N >= kMinParallelFma) pool->ParallelFor(tasks, task);
+  else for (int i = 0; i < tasks; ++i) task(i, 0);
+}
+
+void LayerNorm(ThreadPool* pool, const float* x, int rows, int C, const float* w, const float* b,
+               float eps, float* out) {
+  const internal::KernelTable& t = Table();
+  auto task = [&](int r, int /*worker*/) {
+    t.layernorm_row(x + static_cast<size_t>(r) * C, C, w, b, eps, out + static_cast<size_t>(r) * C);
+  };
+  if (pool && static_cast<size_t>(rows) * C >= kMinParallelFloats) pool->ParallelFor(rows, task);
+  else for (int r = 0; r < rows; ++r) task(r, 0);
+}
+
+void GeluTanh(ThreadPool* pool, float* x, size_t n) {
+  const internal::KernelTable& t = Table();
+  constexpr size_t kChunk = 16384;  // floats per task
+  const int tasks = static_cast<int>((n + kChunk - 1) / kChunk);
+  auto task = [&](int i, int /*worker*/) {
+    size_t begin = static_cast<size_t>(i) * kChunk;
+    t.gelu(x + begin, std::min(kChunk, n - begin));
+  };
+  if (pool && tasks > 1) pool->ParallelFor(tasks, task);
+  else for (int i = 0; i < tasks; ++i) task(i, 0);
+}
+
+void Add(const float* a, const float* b, float* out, size_t n) { Table().add(a, b, out, n); }
+
+void Softmax(float* x, int n) { Table().softmax(x, n); }
+
+void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* scores, float* out) {
+  Table().attend(q, kv, len, scale, scores, out);
+}
+
+}  // namespace tw::cpu

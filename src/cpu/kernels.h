@@ -1,0 +1,99 @@
+// CPU kernels for the GPT-2 forward pass: float32 matmul with bias, layer
+// norm, GELU (tanh form), softmax, residual add, and attention that reads K/V
+// in place from the paged KV cache.
+//
+// Dispatch: each kernel exists at three instruction-set levels (scalar,
+// AVX2+FMA, AVX-512F), compiled from one generic implementation
+// (kernels_simd.inc) into three translation units with different target
+// pragmas. The level is chosen at run time from __builtin_cpu_supports, so
+// one static binary runs on any x86-64; ForceIsa() pins a level for tests
+// and benchmarks.
+//
+// Weights for Matmul are repacked once at load time ("panel-major": for each
+// panel of kPanelWidth = 16 output columns, `in` rows of 16 floats; the last
+// panel is zero-padded). A (in, out) matrix therefore occupies
+// PackedWeightFloats(in, out) floats. The kernel keeps MR x NP panels of
+// accumulators in registers (AVX-512: 12 rows x 32 columns) and walks K in
+// tiles of kKTile so the weight tile stays in L1 while it is reused across
+// the rows.
+//
+// Threading: the kernels are pure functions of their arguments; Matmul,
+// LayerNorm and GeluTanh split their work over the given ThreadPool (may be
+// null: run on the caller). ForceIsa/ResetIsa must not race with kernels.
+// Allocation: none. Never: allocates, throws, or reads outside the stated
+// shapes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.h"
+#include "cpu/thread_pool.h"
+
+namespace tw::cpu {
+
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+const char* IsaName(Isa isa);  // "scalar", "avx2", "avx512"
+bool IsaSupported(Isa isa);    // by this CPU and this build
+Isa BestIsa();                 // the widest supported level
+Isa ActiveIsa();               // what the kernels use now (BestIsa() by default)
+Status ForceIsa(Isa isa);      // error if this CPU lacks it
+void ResetIsa();               // back to BestIsa()
+
+constexpr int kPanelWidth = 16;  // output columns per packed panel
+constexpr int kKTile = 256;      // K rows per cache tile in Matmul
+
+// A weight of logical shape (in, out), packed by PackWeight*.
+struct PackedWeight {
+  const float* data = nullptr;  // (ceil(out/16), in, 16)
+  int in = 0;
+  int out = 0;
+};
+
+size_t PackedWeightFloats(int in, int out);
+// w: (in, out) row-major, Hugging Face Conv1D layout.
+void PackWeight(const float* w, int in, int out, float* dst);
+// wt: (out, in) row-major (e.g. the tied LM head wte, (V, C)); packs wt^T.
+void PackWeightTransposed(const float* wt, int in, int out, float* dst);
+
+// y (rows, w.out) = x (rows, w.in) @ W + bias   (accumulate=false)
+// y (rows, w.out) += x (rows, w.in) @ W + bias  (accumulate=true: residual)
+// bias may be null. x and y must not overlap.
+void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w,
+            const float* bias, float* y, bool accumulate);
+
+// out (rows, C) = (x - mean) / sqrt(var + eps) * w + b, per row. In place ok.
+void LayerNorm(ThreadPool* pool, const float* x, int rows, int C, const float* w,
+               const float* b, float eps, float* out);
+
+// x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place, n floats.
+void GeluTanh(ThreadPool* pool, float* x, size_t n);
+
+// out = a + b, n floats (out may alias a or b).
+void Add(const float* a, const float* b, float* out, size_t n);
+
+// x = softmax(x), n >= 1 floats, in place (max-subtracted).
+void Softmax(float* x, int n);
+
+// Where one (layer, head) of one sequence lives in the paged KV pool:
+// token j's key is at pool + block_table[j / block_size] * block_stride
+//                            + k_offset + (j % block_size) * head_dim,
+// and its value likewise at v_offset.
+struct PagedKvHead {
+  const float* pool = nullptr;
+  const int32_t* block_table = nullptr;
+  int block_size = 0;       // tokens per block
+  size_t block_stride = 0;  // floats per block
+  size_t k_offset = 0;      // floats from a block's start to this (layer, head)'s K
+  size_t v_offset = 0;      // ... and V
+  int head_dim = 0;
+};
+
+// One query attends to tokens [0, len) of one head:
+//   out (head_dim) = softmax(scale * q . K^T) V
+// scores: caller scratch of len floats.
+void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
+            float* out);
+
+}  // namespace tw::cpu

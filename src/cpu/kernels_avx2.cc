@@ -1,0 +1,68 @@
+// The AVX2 + FMA kernel level: kernels_simd.inc over 8-lane __m256 ops.
+// Everything below the pragma is compiled for AVX2/FMA and is only called
+// after __builtin_cpu_supports says the CPU has them (kernels.cc).
+#include <immintrin.h>
+
+#include "cpu/kernel_table.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+namespace tw::cpu::internal {
+
+#include "cpu/scalar_ops.inc"
+
+namespace {
+
+struct V {
+  using T = __m256;
+  static constexpr int W = 8;
+  static constexpr int MR = 6;  // 6 rows x 2 vectors = 12 accumulators of 16 ymm
+  static constexpr int NP = 1;
+  static T Zero() { return _mm256_setzero_ps(); }
+  static T Set1(float f) { return _mm256_set1_ps(f); }
+  static T Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static T Add(T a, T b) { return _mm256_add_ps(a, b); }
+  static T Sub(T a, T b) { return _mm256_sub_ps(a, b); }
+  static T Mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T Div(T a, T b) { return _mm256_div_ps(a, b); }
+  static T Fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T Max(T a, T b) { return _mm256_max_ps(a, b); }
+  static T Min(T a, T b) { return _mm256_min_ps(a, b); }
+  static float ReduceAdd(T v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float ReduceMax(T v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static T Round(T x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static T Pow2(T n) {
+    __m256i i = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(i, 23));
+  }
+};
+
+}  // namespace
+
+#include "cpu/kernels_simd.inc"
+
+const KernelTable& Avx2Table() { return kTable; }
+
+}  // namespace tw::cpu::internal
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

@@ -1,0 +1,65 @@
+// The AVX-512F kernel level: kernels_simd.inc over 16-lane __m512 ops.
+// Everything below the pragma is compiled for AVX-512F (plus AVX2/FMA) and is
+// only called after __builtin_cpu_supports says the CPU has it (kernels.cc).
+// GCC 12's AVX-512 intrinsics read _mm512_undefined_*() values, which trips
+// -Wuninitialized under -Werror (GCC bug 105593); the warning is about the
+// compiler's own header, so it is silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include "cpu/kernel_table.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+#endif
+
+namespace tw::cpu::internal {
+
+#include "cpu/scalar_ops.inc"
+
+namespace {
+
+struct V {
+  using T = __m512;
+  static constexpr int W = 16;
+  static constexpr int MR = 12;  // 12 rows x 2 panels = 24 accumulators of 32 zmm
+  static constexpr int NP = 2;
+  static T Zero() { return _mm512_setzero_ps(); }
+  static T Set1(float f) { return _mm512_set1_ps(f); }
+  static T Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, T v) { _mm512_storeu_ps(p, v); }
+  static T Add(T a, T b) { return _mm512_add_ps(a, b); }
+  static T Sub(T a, T b) { return _mm512_sub_ps(a, b); }
+  static T Mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static T Div(T a, T b) { return _mm512_div_ps(a, b); }
+  static T Fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T Max(T a, T b) { return _mm512_max_ps(a, b); }
+  static T Min(T a, T b) { return _mm512_min_ps(a, b); }
+  static float ReduceAdd(T v) { return _mm512_reduce_add_ps(v); }
+  static float ReduceMax(T v) { return _mm512_reduce_max_ps(v); }
+  static T Round(T x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static T Pow2(T n) {
+    __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
+  }
+};
+
+}  // namespace
+
+#include "cpu/kernels_simd.inc"
+
+const KernelTable& Avx512Table() { return kTable; }
+
+}  // namespace tw::cpu::internal
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

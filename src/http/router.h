@@ -1,0 +1,44 @@
+// Router: maps (method, path) to a Handler.
+//
+// Patterns are literal paths whose segments may be "{name}", which matches
+// exactly one non-empty path segment and is captured (Responder::Param).
+// Matching is on the raw path (no percent-decoding, no trailing-slash
+// folding); routes are tried in registration order. Unknown path → 404
+// not_found envelope; a path that matches with other methods only → 405
+// method_not_allowed with "Allow: GET, DELETE" (registered order).
+//
+// Threads: Add() before the server starts; Dispatch() on the loop thread.
+// Allocates the route table at Add() and the captured params per request.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/request_reader.h"
+#include "http/server.h"
+
+namespace tw::http {
+
+class Router {
+ public:
+  void Add(std::string method, std::string pattern, Handler handler);
+  // Calls the matching handler, or answers 404/405 through responder.
+  void Dispatch(const Request& request, Responder responder) const;
+
+ private:
+  struct Segment {
+    std::string text;  // literal, or the parameter name
+    bool param = false;
+  };
+  struct Route {
+    std::string method;
+    std::vector<Segment> segments;
+    Handler handler;
+  };
+  static bool Match(const Route& route, std::string_view path, PathParams* params);
+
+  std::vector<Route> routes_;
+};
+
+}  // namespace tw::http

@@ -1,0 +1,488 @@
+#include "http/server.h"
+
+#include <algorithm>
+#include <string>
+
+#include "http/router.h"
+
+namespace tw::http {
+
+// ---------------------------------------------------------------------------
+// HttpConnection: the HTTP/1.1 state of one net::Connection. Owned by the
+// Server's table (shared_ptr); Responders and StreamWriters hold weak_ptrs and
+// the request sequence number, so a stale handle can never answer a later
+// request. After close it is moved to EventLoop::ReleaseLater, so it is freed
+// only after the callback that closed it has returned.
+// ---------------------------------------------------------------------------
+class HttpConnection : public net::ConnectionHandler,
+                       public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(Server* server, int fd)
+      : server_(server),
+        conn_(server->loop_, fd, ConnLimits(server->options_), server->m_bytes_in_,
+              server->m_bytes_out_),
+        reader_(ReaderLimitsOf(server->options_)) {}
+  ~HttpConnection() override { CancelTimers(); }
+
+  Status Start() {
+    Status s = conn_.Start(this);
+    if (!s.ok()) return s;
+    const ServerOptions& o = server_->options_;
+    ArmDeadline(Wait::kIdle, std::min(o.header_timeout_ms, o.keep_alive_idle_ms));
+    return s;
+  }
+
+  // --- net::ConnectionHandler ---
+  void OnData(const char* data, size_t len) override {
+    if (!reader_.Feed(data, len)) {
+      ReaderError();
+      return;
+    }
+    ProcessInput();
+  }
+  void OnDrained() override {
+    if (stream_) stream_->NotifyWritable();
+  }
+  void OnClosed() override {
+    CancelTimers();
+    in_flight_ = true;  // nothing more is parsed
+    if (stream_) {
+      std::shared_ptr<StreamWriter> s = std::move(stream_);
+      s->NotifyClosed();
+    }
+    server_->Remove(this);
+  }
+
+  // --- used by Responder / StreamWriter ---
+  bool IsCurrent(uint64_t seq) const {
+    return !conn_.closed() && in_flight_ && !responded_ && seq == seq_;
+  }
+  bool IsStreaming(uint64_t seq) const { return !conn_.closed() && stream_ && seq == seq_; }
+  bool closed() const { return conn_.closed(); }
+
+  void SendComplete(int status, std::string_view content_type, std::string_view body,
+                    const Headers& extra) {
+    responded_ = true;
+    ResponseHead h;
+    h.status = status;
+    h.content_type = content_type;
+    h.framing = BodyFraming::kContentLength;
+    h.content_length = body.size();
+    h.close = close_after_;
+    h.keep_alive_http10 = http10_;
+    h.extra = &extra;
+    std::string head = BuildResponseHead(h);
+    std::string_view parts[2] = {head, body};
+    server_->CountResponse(status);  // before the bytes leave: a client may read metrics next
+    conn_.WriteUnbounded(parts, 2);
+    CompleteResponse();
+  }
+
+  std::shared_ptr<StreamWriter> SendStreamHead(int status, std::string_view content_type,
+                                               const Headers& extra) {
+    responded_ = true;
+    bool chunked = !http10_;  // HTTP/1.0 has no chunked coding: body until close
+    if (!chunked) close_after_ = true;
+    ResponseHead h;
+    h.status = status;
+    h.content_type = content_type;
+    h.framing = chunked ? BodyFraming::kChunked : BodyFraming::kUntilClose;
+    h.close = close_after_;
+    h.extra = &extra;
+    server_->CountResponse(status);
+    conn_.WriteUnbounded(BuildResponseHead(h));
+    stream_ = std::make_shared<StreamWriter>(weak_from_this(), seq_, chunked,
+                                             conn_.limits().max_output_bytes);
+    return stream_;
+  }
+
+  net::WriteResult StreamWrite(std::string_view bytes, bool chunked) {
+    if (!chunked) return conn_.Write(bytes);
+    char size_line[24];
+    size_t n = FormatChunkHeader(bytes.size(), size_line);
+    std::string_view parts[3] = {std::string_view(size_line, n), bytes, kChunkTrailer};
+    return conn_.Write(parts, 3);
+  }
+
+  void StreamFinish(bool chunked) {
+    if (chunked) conn_.WriteUnbounded(kLastChunk);
+    stream_.reset();
+    CompleteResponse();
+  }
+
+  void Abort() { conn_.Close(); }
+  size_t buffered_bytes() const { return conn_.buffered_bytes(); }
+
+  void OnServerShutdown() {
+    close_after_ = true;
+    if (!in_flight_) conn_.CloseAfterFlush();  // idle or mid-request: close now
+  }
+  void CloseNow() { conn_.Close(); }
+
+ private:
+  enum class Wait { kNone, kIdle, kRequest };
+
+  static net::ConnectionLimits ConnLimits(const ServerOptions& o) {
+    net::ConnectionLimits l;
+    l.max_output_bytes = o.max_output_bytes;
+    l.write_low_watermark_bytes = o.write_low_watermark_bytes;
+    l.read_chunk_bytes = o.read_chunk_bytes;
+    l.linger_ms = o.linger_ms;
+    return l;
+  }
+  static ReaderLimits ReaderLimitsOf(const ServerOptions& o) {
+    ReaderLimits l;
+    l.max_header_bytes = o.max_header_bytes;
+    l.max_headers = o.max_headers;
+    l.max_body_bytes = o.max_body_bytes;
+    return l;
+  }
+
+  void CancelTimers() {
+    if (deadline_timer_ != 0) server_->loop_->CancelTimer(deadline_timer_);
+    if (resume_timer_ != 0) server_->loop_->CancelTimer(resume_timer_);
+    deadline_timer_ = resume_timer_ = 0;
+    wait_ = Wait::kNone;
+  }
+
+  void ArmDeadline(Wait what, int64_t ms) {
+    if (wait_ == what) return;  // keep the earlier deadline (measured from the first byte)
+    if (deadline_timer_ != 0) server_->loop_->CancelTimer(deadline_timer_);
+    deadline_timer_ = 0;
+    wait_ = what;
+    if (what == Wait::kNone) return;
+    deadline_timer_ = server_->loop_->AddTimer(ms, [this] {
+      deadline_timer_ = 0;
+      OnDeadline();
+    });
+  }
+
+  void OnDeadline() {
+    Wait w = wait_;
+    wait_ = Wait::kNone;
+    if (conn_.closed() || conn_.closing() || in_flight_) return;
+    if (w == Wait::kIdle) {
+      conn_.CloseAfterFlush();
+      return;
+    }
+    const ServerOptions& o = server_->options_;
+    SendFatal(408, "request_timeout",
+              "request not complete within header_timeout_ms=" +
+                  std::to_string(o.header_timeout_ms) + " of its first byte",
+              true);
+  }
+
+  // An error answer that ends the connection: envelope, Connection: close,
+  // close after flushing.
+  void SendFatal(int status, std::string_view type, const std::string& message, bool retryable) {
+    in_flight_ = true;  // stop parsing
+    responded_ = true;
+    close_after_ = true;
+    std::string body = ErrorEnvelope(type, message, retryable);
+    ResponseHead h;
+    h.status = status;
+    h.content_type = "application/json";
+    h.content_length = body.size();
+    h.close = true;
+    std::string head = BuildResponseHead(h);
+    std::string_view parts[2] = {head, body};
+    server_->CountResponse(status);
+    conn_.WriteUnbounded(parts, 2);
+    ArmDeadline(Wait::kNone, 0);
+    conn_.CloseAfterFlush();
+  }
+
+  void ReaderError() {
+    int status = reader_.error_status();
+    if (status < 400 || status > 599) status = 400;
+    std::string message = reader_.error_message();
+    if (message.empty()) message = std::string(ReasonPhrase(status));
+    SendFatal(status, ErrorTypeForStatus(status), message, false);
+  }
+
+  void ProcessInput() {
+    if (processing_) return;  // the running loop below picks the next request up
+    processing_ = true;
+    while (!in_flight_ && !conn_.closed() && !conn_.closing()) {
+      RequestReader::Event ev = reader_.Next(&request_);
+      if (ev == RequestReader::Event::kNeedMore) break;
+      if (ev == RequestReader::Event::kContinue) {
+        conn_.WriteUnbounded(kContinueLine);
+        continue;
+      }
+      if (ev == RequestReader::Event::kError) {
+        ReaderError();
+        break;
+      }
+      Dispatch();
+    }
+    processing_ = false;
+    if (in_flight_ || conn_.closed() || conn_.closing()) return;
+    conn_.SetReading(true);
+    const ServerOptions& o = server_->options_;
+    if (reader_.head_in_progress() || reader_.buffered_bytes() > 0) {
+      ArmDeadline(Wait::kRequest, o.header_timeout_ms);
+    } else {
+      ArmDeadline(Wait::kIdle, o.keep_alive_idle_ms);
+    }
+  }
+
+  void Dispatch() {
+    ArmDeadline(Wait::kNone, 0);
+    in_flight_ = true;
+    responded_ = false;
+    ++seq_;
+    close_after_ = !request_.keep_alive || server_->shutting_down_;
+    http10_ = request_.minor_version == 0 && !close_after_;
+    conn_.SetReading(false);
+    Responder r(weak_from_this(), seq_);
+    if (server_->router_ != nullptr) {
+      server_->router_->Dispatch(request_, std::move(r));
+    } else {
+      r.SendError(404, "not_found", "no routes", false);
+    }
+  }
+
+  void CompleteResponse() {
+    in_flight_ = false;
+    if (close_after_) {
+      in_flight_ = true;  // nothing more is parsed on this connection
+      conn_.CloseAfterFlush();
+      return;
+    }
+    if (processing_) return;  // synchronous answer: ProcessInput's loop continues
+    // Asynchronous answer: take the next pipelined request from the loop, not
+    // from inside the caller's Send()/Finish().
+    if (resume_timer_ == 0) {
+      resume_timer_ = server_->loop_->AddTimer(0, [this] {
+        resume_timer_ = 0;
+        ProcessInput();
+      });
+    }
+  }
+
+  Server* server_;
+  net::Connection conn_;
+  RequestReader reader_;
+  Request request_;                 // the request being handled
+  uint64_t seq_ = 0;                // number of the current request
+  bool in_flight_ = false;          // dispatched, response not complete
+  bool responded_ = false;          // a response head went out for seq_
+  bool close_after_ = false;        // close once the response is complete
+  bool http10_ = false;             // HTTP/1.0 keep-alive client
+  bool processing_ = false;         // inside ProcessInput
+  std::shared_ptr<StreamWriter> stream_;  // the current streaming response
+  Wait wait_ = Wait::kNone;
+  net::EventLoop::TimerId deadline_timer_ = 0;
+  net::EventLoop::TimerId resume_timer_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// StreamWriter
+// ---------------------------------------------------------------------------
+StreamWriter::StreamWriter(std::weak_ptr<HttpConnection> conn, uint64_t seq, bool chunked,
+                           size_t max_output_bytes)
+    : conn_(std::move(conn)), seq_(seq), chunked_(chunked), max_output_bytes_(max_output_bytes) {}
+
+StreamWriter::WriteResult StreamWriter::Write(std::string_view bytes) {
+  if (done_) return WriteResult::kClosed;
+  auto c = conn_.lock();
+  if (!c || !c->IsStreaming(seq_)) return WriteResult::kClosed;
+  if (bytes.empty()) return WriteResult::kTaken;
+  return c->StreamWrite(bytes, chunked_);
+}
+
+size_t StreamWriter::buffered_bytes() const {
+  auto c = conn_.lock();
+  return c && !c->closed() ? c->buffered_bytes() : 0;
+}
+
+void StreamWriter::Finish() {
+  if (done_) return;
+  done_ = true;
+  on_writable_ = nullptr;
+  on_close_ = nullptr;
+  auto c = conn_.lock();
+  if (c && c->IsStreaming(seq_)) c->StreamFinish(chunked_);
+}
+
+void StreamWriter::Abort() {
+  if (done_) return;
+  auto c = conn_.lock();
+  if (c && c->IsStreaming(seq_)) {
+    c->Abort();  // OnClosed → NotifyClosed → on_close_
+  } else {
+    NotifyClosed();
+  }
+}
+
+void StreamWriter::NotifyWritable() {
+  if (done_ || !on_writable_) return;
+  auto fn = on_writable_;  // the callback may replace itself
+  fn();
+}
+
+void StreamWriter::NotifyClosed() {
+  if (done_) return;
+  done_ = true;
+  on_writable_ = nullptr;
+  std::function<void()> fn = std::move(on_close_);
+  on_close_ = nullptr;
+  if (fn) fn();
+}
+
+// ---------------------------------------------------------------------------
+// Responder
+// ---------------------------------------------------------------------------
+void Responder::Send(int status, std::string content_type, std::string body,
+                     const Headers& extra_headers) {
+  auto c = conn_.lock();
+  if (!c || !c->IsCurrent(seq_)) return;
+  c->SendComplete(status, content_type, body, extra_headers);
+}
+
+void Responder::SendError(int status, std::string_view type, std::string_view message,
+                          bool retryable, const JsonFields& extra_fields,
+                          const Headers& extra_headers) {
+  auto c = conn_.lock();
+  if (!c || !c->IsCurrent(seq_)) return;
+  c->SendComplete(status, "application/json", ErrorEnvelope(type, message, retryable, extra_fields),
+                  extra_headers);
+}
+
+std::shared_ptr<StreamWriter> Responder::StartStream(int status, std::string content_type,
+                                                     const Headers& extra_headers) {
+  auto c = conn_.lock();
+  if (!c || !c->IsCurrent(seq_)) {
+    auto dead = std::make_shared<StreamWriter>(std::weak_ptr<HttpConnection>(), 0, true, 0);
+    dead->NotifyClosed();
+    return dead;
+  }
+  return c->SendStreamHead(status, content_type, extra_headers);
+}
+
+bool Responder::closed() const {
+  auto c = conn_.lock();
+  return !c || c->closed();
+}
+
+const PathParams& Responder::params() const {
+  static const PathParams kEmpty;
+  return params_ ? *params_ : kEmpty;
+}
+
+std::string_view Responder::Param(std::string_view name) const {
+  for (const auto& [k, v] : params()) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------
+Server::Server(net::EventLoop* loop, ServerOptions options, Router* router, Metrics* metrics)
+    : loop_(loop), options_(std::move(options)), router_(router), listener_(loop) {
+  if (metrics == nullptr) {
+    own_metrics_ = std::make_unique<Metrics>();
+    metrics = own_metrics_.get();
+  }
+  metrics_ = metrics;
+  m_connections_ = metrics_->AddGauge("tokenwire_http_connections", "Open HTTP connections.");
+  m_accepted_ = metrics_->AddCounter("tokenwire_http_connections_accepted_total",
+                                     "TCP connections accepted.");
+  m_rejected_ = metrics_->AddCounter("tokenwire_http_connections_rejected_total",
+                                     "Connections answered 503 because max_connections was reached.");
+  m_requests_ = metrics_->AddLabeledCounter("tokenwire_http_requests_total",
+                                            "HTTP responses sent, by status code.", "code");
+  m_bytes_in_ = metrics_->AddCounter("tokenwire_http_received_bytes_total",
+                                     "Bytes read from HTTP connections.");
+  m_bytes_out_ = metrics_->AddCounter("tokenwire_http_sent_bytes_total",
+                                      "Bytes written to HTTP connections.");
+}
+
+Server::~Server() {
+  destroying_ = true;
+  listener_.Close();
+  auto conns = std::move(conns_);
+  conns_.clear();
+  for (auto& [ptr, c] : conns) c->CloseNow();
+  for (auto& [ptr, c] : conns) loop_->ReleaseLater(c);
+}
+
+Status Server::Start() {
+  Status s = listener_.Open(options_.host, options_.port);
+  if (!s.ok()) return s;
+  return listener_.Start([this](int fd) { OnAccept(fd); });
+}
+
+void Server::OnAccept(int fd) {
+  m_accepted_->Inc();
+  if (shutting_down_) {
+    net::SendAndClose(fd, {});
+    return;
+  }
+  if (conns_.size() >= options_.max_connections) {
+    m_rejected_->Inc();
+    std::string body = ErrorEnvelope(
+        "overloaded",
+        "too many connections (max_connections=" + std::to_string(options_.max_connections) + ")",
+        true);
+    Headers extra = {{"Retry-After", "1"}};
+    ResponseHead h;
+    h.status = 503;
+    h.content_type = "application/json";
+    h.content_length = body.size();
+    h.close = true;
+    h.extra = &extra;
+    CountResponse(503);
+    net::SendAndClose(fd, BuildResponseHead(h) + body);
+    return;
+  }
+  auto c = std::make_shared<HttpConnection>(this, fd);
+  if (!c->Start().ok()) return;  // fd closed by Connection::Start
+  conns_.emplace(c.get(), c);
+  count_.store(conns_.size(), std::memory_order_relaxed);
+  m_connections_->Add(1);
+}
+
+void Server::Remove(HttpConnection* c) {
+  if (destroying_) return;
+  auto it = conns_.find(c);
+  if (it == conns_.end()) return;
+  loop_->ReleaseLater(std::move(it->second));  // freed after the current callback
+  conns_.erase(it);
+  count_.store(conns_.size(), std::memory_order_relaxed);
+  m_connections_->Add(-1);
+  if (shutting_down_ && conns_.empty() && on_idle_) {
+    loop_->Post(std::move(on_idle_));
+    on_idle_ = nullptr;
+  }
+}
+
+void Server::BeginShutdown(std::function<void()> on_idle) {
+  shutting_down_ = true;
+  on_idle_ = std::move(on_idle);
+  listener_.Close();
+  std::vector<HttpConnection*> all;
+  for (auto& [ptr, c] : conns_) all.push_back(ptr);
+  for (HttpConnection* c : all) {
+    if (conns_.count(c)) c->OnServerShutdown();
+  }
+  if (conns_.empty() && on_idle_) {
+    loop_->Post(std::move(on_idle_));
+    on_idle_ = nullptr;
+  }
+}
+
+void Server::CountResponse(int status) {
+  if (status < 0 || status >= static_cast<int>(by_code_.size())) {
+    m_requests_->With(std::to_string(status))->Inc();
+    return;
+  }
+  Counter*& c = by_code_[status];
+  if (c == nullptr) c = m_requests_->With(std::to_string(status));
+  c->Inc();
+}
+
+}  // namespace tw::http

@@ -1,0 +1,215 @@
+// HTTP/1.1 server on one EventLoop: accepts connections, reads requests with
+// RequestReader, routes them (router.h) and writes responses, complete or
+// streamed (chunked), with back-pressure reported to the caller.
+//
+// Threads: everything here runs on the loop thread, except
+// Server::connection_count(), which any thread may call. A Responder or
+// StreamWriter may be kept after the handler returns and used later, but only
+// on the loop thread (other threads hand work over with EventLoop::Post).
+//
+// Per connection (bounds in ServerOptions):
+//   - one request at a time: the next pipelined request is parsed only after
+//     the current response is complete (Send/SendError, or StreamWriter::
+//     Finish), so pipelined responses come back in order; meanwhile reading
+//     is paused and TCP flow control holds the client back;
+//   - input: the RequestReader's bounds (431 header section / count, 413 body);
+//   - output: max_output_bytes for stream chunks (StreamWriter::Write is
+//     refused beyond it); complete responses from Send are always accepted
+//     (their size is whatever the handler built);
+//   - deadlines (one timer per connection):
+//       request: a request (head and body) must be complete within
+//         header_timeout_ms of its first byte, else 408 request_timeout and
+//         close (slow senders, "slowloris");
+//       idle: with no request in progress, a connection that sends nothing
+//         for keep_alive_idle_ms (after accept: min(header_timeout_ms,
+//         keep_alive_idle_ms)) is closed silently;
+//       no deadline while a response is in progress (streams are long).
+//   - reader errors: the JSON error envelope with the reader's status
+//     (400/413/431/501/505), "Connection: close", then close after flushing.
+//   - a client's EOF (FIN) or RST is taken as the client leaving, also while
+//     a response is in progress (StreamWriter::OnClose fires); complete
+//     requests it sent before its FIN are not answered.
+//   - HEAD is not special: unless a route registers it, it gets 404/405.
+// Over max_connections: the new connection is accepted, answered 503
+// "overloaded" (retryable, "Retry-After: 1", "Connection: close") and closed;
+// it never gets a slot. After BeginShutdown the listening socket is closed, so
+// new connects are refused by the kernel.
+//
+// Protocol switch (WebSocket, later): a Responder can be given a
+// TakeOver(std::unique_ptr<net::ConnectionHandler>) that answers 101, hands
+// the net::Connection to that handler (Connection::SetHandler) together with
+// the reader's leftover bytes, and removes the HTTP state; nothing in this
+// design needs to change for it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "http/request_reader.h"
+#include "http/response.h"
+#include "net/connection.h"
+#include "net/event_loop.h"
+#include "net/listener.h"
+
+namespace tw::http {
+
+class HttpConnection;  // server.cc
+class Router;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                         // 0: ephemeral, see Server::port()
+  size_t max_connections = 4096;           // open connections; beyond: 503
+  size_t max_header_bytes = 16384;         // request line + headers (431)
+  size_t max_headers = 100;                // header count (431)
+  size_t max_body_bytes = 1 << 20;         // request body (413)
+  int64_t header_timeout_ms = 10000;       // request complete within this of its first byte (408)
+  int64_t keep_alive_idle_ms = 60000;      // idle connection closed after this
+  size_t max_output_bytes = 1 << 20;       // per connection: buffered stream bytes
+  size_t write_low_watermark_bytes = 64 << 10;  // StreamWriter::OnWritable threshold
+  size_t read_chunk_bytes = 64 << 10;      // bytes read per readable event
+  int64_t linger_ms = 2000;                // closing connection: flush + drain at most this
+};
+
+using PathParams = std::vector<std::pair<std::string, std::string>>;
+
+// One streaming response (chunked transfer coding; for an HTTP/1.0 client the
+// body runs until close). Created by Responder::StartStream.
+class StreamWriter {
+ public:
+  using WriteResult = net::WriteResult;  // kTaken, kQueued, kRefused, kClosed
+
+  // One chunk. kTaken: in the socket; kQueued: partly or wholly buffered;
+  // kRefused: buffered + this chunk would pass max_output_bytes, nothing was
+  // written (try again after OnWritable); kClosed: finished, aborted or the
+  // connection is gone. An empty chunk is a no-op (kTaken).
+  WriteResult Write(std::string_view bytes);
+  size_t buffered_bytes() const;
+  size_t max_output_bytes() const { return max_output_bytes_; }
+  // Called when buffered bytes fall to/below write_low_watermark_bytes after
+  // a write was refused or left them above it (the client read).
+  void OnWritable(std::function<void()> fn) { on_writable_ = std::move(fn); }
+  // Called once if the connection closes before Finish(): peer FIN/RST, write
+  // error, server shutdown/destruction, or Abort() (called before Abort returns).
+  void OnClose(std::function<void()> fn) { on_close_ = std::move(fn); }
+  // Ends the body (last chunk; never refused). The connection returns to
+  // keep-alive, or closes after flushing if it must. Callbacks are dropped.
+  void Finish();
+  // Closes the connection now; buffered bytes are dropped.
+  void Abort();
+  bool done() const { return done_; }  // finished, aborted or closed
+
+  StreamWriter(std::weak_ptr<HttpConnection> conn, uint64_t seq, bool chunked,
+               size_t max_output_bytes);  // used by Responder::StartStream
+
+ private:
+  friend class HttpConnection;
+  friend class Responder;
+  void NotifyWritable();
+  void NotifyClosed();
+
+  std::weak_ptr<HttpConnection> conn_;
+  uint64_t seq_;
+  bool chunked_;
+  size_t max_output_bytes_;
+  bool done_ = false;
+  std::function<void()> on_writable_;
+  std::function<void()> on_close_;
+};
+
+// Cheap copyable handle to the response slot of one request. Valid after the
+// handler returns (answer later from a timer or a Post). Only the first of
+// Send / SendError / StartStream takes effect; after that, or once the
+// connection is gone (closed() == true), they are no-ops (StartStream then
+// returns a writer whose Write answers kClosed).
+class Responder {
+ public:
+  Responder() = default;  // detached: closed() is true
+  Responder(std::weak_ptr<HttpConnection> conn, uint64_t seq) : conn_(std::move(conn)), seq_(seq) {}
+
+  // Complete response with Content-Length.
+  void Send(int status, std::string content_type, std::string body, const Headers& extra_headers = {});
+  // DESIGN.md §4 envelope {"error":{"type","message","retryable",…extra}}.
+  void SendError(int status, std::string_view type, std::string_view message, bool retryable,
+                 const JsonFields& extra_fields = {}, const Headers& extra_headers = {});
+  // Response head with Transfer-Encoding: chunked; the body follows through
+  // the returned writer.
+  std::shared_ptr<StreamWriter> StartStream(int status, std::string content_type,
+                                            const Headers& extra_headers = {});
+  bool closed() const;
+  // Path parameters captured by the route pattern ("{id}" → Param("id")),
+  // "" if absent.
+  std::string_view Param(std::string_view name) const;
+  const PathParams& params() const;
+
+ private:
+  friend class Router;
+  std::weak_ptr<HttpConnection> conn_;
+  uint64_t seq_ = 0;
+  std::shared_ptr<const PathParams> params_;
+};
+
+// The Request reference is valid only during the call; an async handler
+// copies what it needs and keeps the Responder.
+using Handler = std::function<void(const Request&, Responder)>;
+
+class Server {
+ public:
+  // loop, router: borrowed, must outlive the Server. metrics may be null (a
+  // private registry is used then).
+  Server(net::EventLoop* loop, ServerOptions options, Router* router, Metrics* metrics);
+  ~Server();  // closes every connection (open streams see OnClose)
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds, listens and starts accepting. On the loop thread or before Run().
+  Status Start();
+  int port() const { return listener_.port(); }
+  // Stops accepting (listening socket closed), closes idle keep-alive
+  // connections, lets in-flight responses finish (then closes them) and
+  // calls on_idle (posted to the loop) once no connection is left.
+  void BeginShutdown(std::function<void()> on_idle);
+  bool shutting_down() const { return shutting_down_; }
+  // THREAD-SAFE. Open connections (including ones closing after a flush).
+  size_t connection_count() const { return count_.load(std::memory_order_relaxed); }
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  friend class HttpConnection;
+  void OnAccept(int fd);
+  void Remove(HttpConnection* c);
+  void CountResponse(int status);
+
+  net::EventLoop* loop_;
+  ServerOptions options_;
+  Router* router_;
+  std::unique_ptr<Metrics> own_metrics_;
+  Metrics* metrics_;
+  Gauge* m_connections_;
+  Counter* m_accepted_;
+  Counter* m_rejected_;
+  LabeledCounter* m_requests_;
+  Counter* m_bytes_in_;
+  Counter* m_bytes_out_;
+  std::array<Counter*, 600> by_code_{};  // cache of m_requests_->With(code)
+
+  net::Listener listener_;
+  std::unordered_map<HttpConnection*, std::shared_ptr<HttpConnection>> conns_;
+  std::atomic<size_t> count_{0};
+  bool shutting_down_ = false;
+  bool destroying_ = false;
+  std::function<void()> on_idle_;
+};
+
+}  // namespace tw::http

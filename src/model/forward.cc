@@ -1,0 +1,252 @@
+#include "model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace tw::model {
+
+namespace {
+
+std::string Str(long long v) { return std::to_string(v); }
+
+// Attention passes reading fewer K/V floats than this run on the calling
+// thread (waking the pool would cost more than it saves).
+constexpr size_t kMinParallelAttentionFloats = 64 * 1024;
+
+}  // namespace
+
+Gpt2Forward::Gpt2Forward(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool,
+                         const ForwardLimits& limits)
+    : model_(model), cfg_(model.config()), kv_(kv), pool_(pool), limits_(limits) {}
+
+Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool,
+                           const ForwardLimits& limits, std::unique_ptr<Gpt2Forward>* out) {
+  const Gpt2Config& c = model.config();
+  const Gpt2Weights& w = model.weights();
+  if (c.n_layer <= 0 || c.n_head <= 0 || c.n_embd <= 0 || c.n_embd % c.n_head != 0 ||
+      c.vocab_size <= 0 || c.n_ctx <= 0) {
+    return Status::Error("Gpt2Forward: bad config n_layer=" + Str(c.n_layer) + " n_head=" +
+                         Str(c.n_head) + " n_embd=" + Str(c.n_embd) + " vocab_size=" +
+                         Str(c.vocab_size) + " n_ctx=" + Str(c.n_ctx));
+  }
+  if (static_cast<int>(w.layers.size()) != c.n_layer || !w.wte || !w.wpe || !w.ln_f_w || !w.ln_f_b) {
+    return Status::Error("Gpt2Forward: weights incomplete (" + Str(static_cast<long long>(w.layers.size())) +
+                         " layers for n_layer=" + Str(c.n_layer) + ")");
+  }
+  if (!kv || kv->n_layer() != c.n_layer || kv->n_head() != c.n_head ||
+      kv->head_dim() != c.n_embd / c.n_head) {
+    return Status::Error("Gpt2Forward: KV pool shape does not match the model");
+  }
+  if (limits.max_batch < 1 || limits.max_prefill_chunk_tokens < 1) {
+    return Status::Error("Gpt2Forward: max_batch and max_prefill_chunk_tokens must be >= 1, got " +
+                         Str(limits.max_batch) + " and " + Str(limits.max_prefill_chunk_tokens));
+  }
+  std::unique_ptr<Gpt2Forward> f(new Gpt2Forward(model, kv, pool, limits));
+  const int C = c.n_embd, V = c.vocab_size;
+  f->max_rows_ = std::max(limits.max_batch, std::min(limits.max_prefill_chunk_tokens, c.n_ctx));
+
+  // One slab for all packed matrices.
+  const size_t per_layer = cpu::PackedWeightFloats(C, 3 * C) + cpu::PackedWeightFloats(C, C) +
+                           cpu::PackedWeightFloats(C, 4 * C) + cpu::PackedWeightFloats(4 * C, C);
+  f->packed_floats_ = per_layer * c.n_layer + cpu::PackedWeightFloats(C, V);
+  f->packed_ = cpu::AllocAligned(f->packed_floats_);
+  if (!f->packed_) {
+    return Status::Error("Gpt2Forward: cannot allocate " + Str(f->packed_floats_ * sizeof(float)) +
+                         " bytes for packed weights");
+  }
+  float* dst = f->packed_.get();
+  auto pack = [&](const float* src, int in, int outn) {
+    cpu::PackWeight(src, in, outn, dst);
+    cpu::PackedWeight pw{dst, in, outn};
+    dst += cpu::PackedWeightFloats(in, outn);
+    return pw;
+  };
+  for (const Gpt2Layer& l : w.layers) {
+    PackedLayer pl;
+    pl.attn = pack(l.attn_w, C, 3 * C);
+    pl.attn_proj = pack(l.attn_proj_w, C, C);
+    pl.fc = pack(l.fc_w, C, 4 * C);
+    pl.proj = pack(l.proj_w, 4 * C, C);
+    f->layers_.push_back(pl);
+  }
+  cpu::PackWeightTransposed(w.wte, C, V, dst);
+  f->lm_head_ = cpu::PackedWeight{dst, C, V};
+
+  const size_t R = static_cast<size_t>(f->max_rows_);
+  const int threads = pool ? pool->threads() : 1;
+  f->x_ = cpu::AllocAligned(R * C);
+  f->ln_ = cpu::AllocAligned(R * C);
+  f->qkv_ = cpu::AllocAligned(R * 3 * C);
+  f->att_ = cpu::AllocAligned(R * C);
+  f->fc_ = cpu::AllocAligned(R * 4 * C);
+  f->scores_ = cpu::AllocAligned(static_cast<size_t>(threads) * c.n_ctx);
+  if (!f->x_ || !f->ln_ || !f->qkv_ || !f->att_ || !f->fc_ || !f->scores_) {
+    return Status::Error("Gpt2Forward: cannot allocate scratch for " + Str(f->max_rows_) + " rows");
+  }
+  f->row_seq_.assign(R, nullptr);
+  f->row_pos_.assign(R, 0);
+  *out = std::move(f);
+  return Status::Ok();
+}
+
+Status Gpt2Forward::CheckSeq(const SeqState& seq, int n, const char* what) const {
+  const long long end = static_cast<long long>(seq.length) + n;
+  if (seq.length < 0 || end > cfg_.n_ctx) {
+    return Status::Error(std::string(what) + ": sequence length " + Str(seq.length) + " + " + Str(n) +
+                         " tokens exceeds the context window n_ctx=" + Str(cfg_.n_ctx));
+  }
+  const int need = BlocksFor(static_cast<int>(end), kv_->block_size());
+  if (static_cast<int>(seq.block_table.size()) < need) {
+    return Status::Error(std::string(what) + ": block table has " +
+                         Str(static_cast<long long>(seq.block_table.size())) + " blocks, " + Str(need) +
+                         " needed for " + Str(end) + " tokens at block size " + Str(kv_->block_size()));
+  }
+  for (int i = 0; i < need; ++i) {
+    if (seq.block_table[i] < 0 || seq.block_table[i] >= kv_->num_blocks()) {
+      return Status::Error(std::string(what) + ": block table entry " + Str(i) + " = " +
+                           Str(seq.block_table[i]) + " is outside [0, " + Str(kv_->num_blocks()) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Gpt2Forward::Prefill(SeqState* seq, const int32_t* tokens, int n, float* last_logits,
+                            float* all_logits) {
+  if (!seq || !tokens || n < 1) return Status::Error("Prefill: need a sequence and n >= 1 tokens, got n=" + Str(n));
+  if (Status s = CheckSeq(*seq, n, "Prefill"); !s.ok()) return s;
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size) {
+      return Status::Error("Prefill: token " + Str(i) + " = " + Str(tokens[i]) + " is outside [0, " +
+                           Str(cfg_.vocab_size) + ")");
+    }
+  }
+  const int V = cfg_.vocab_size;
+  const int chunk = std::min(max_rows_, std::min(limits_.max_prefill_chunk_tokens, cfg_.n_ctx));
+  for (int start = 0; start < n; start += chunk) {
+    const int rows = std::min(chunk, n - start);
+    for (int r = 0; r < rows; ++r) {
+      row_seq_[r] = seq;
+      row_pos_[r] = seq->length + r;
+    }
+    RunRows(rows, tokens + start);
+    seq->length += rows;
+    if (all_logits) Logits(0, rows, all_logits + static_cast<size_t>(start) * V);
+    if (last_logits && start + rows == n) {
+      if (all_logits) {
+        std::memcpy(last_logits, all_logits + static_cast<size_t>(n - 1) * V, sizeof(float) * V);
+      } else {
+        Logits(rows - 1, 1, last_logits);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Gpt2Forward::DecodeBatch(SeqState* const* seqs, const int32_t* tokens, int B, float* logits) {
+  if (!seqs || !tokens || !logits || B < 1 || B > limits_.max_batch) {
+    return Status::Error("DecodeBatch: batch of " + Str(B) + " outside [1, max_batch=" +
+                         Str(limits_.max_batch) + "] (or null arguments)");
+  }
+  for (int b = 0; b < B; ++b) {
+    if (!seqs[b]) return Status::Error("DecodeBatch: sequence " + Str(b) + " is null");
+    if (Status s = CheckSeq(*seqs[b], 1, "DecodeBatch"); !s.ok()) {
+      return Status::Error(s.message() + " (batch row " + Str(b) + ")");
+    }
+    if (tokens[b] < 0 || tokens[b] >= cfg_.vocab_size) {
+      return Status::Error("DecodeBatch: token of row " + Str(b) + " = " + Str(tokens[b]) +
+                           " is outside [0, " + Str(cfg_.vocab_size) + ")");
+    }
+    for (int a = 0; a < b; ++a) {
+      if (seqs[a] == seqs[b]) {
+        return Status::Error("DecodeBatch: rows " + Str(a) + " and " + Str(b) + " are the same sequence");
+      }
+    }
+  }
+  for (int b = 0; b < B; ++b) {
+    row_seq_[b] = seqs[b];
+    row_pos_[b] = seqs[b]->length;
+  }
+  RunRows(B, tokens);
+  for (int b = 0; b < B; ++b) seqs[b]->length += 1;
+  Logits(0, B, logits);
+  return Status::Ok();
+}
+
+void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
+  const Gpt2Weights& w = model_.weights();
+  const int C = cfg_.n_embd, H = cfg_.n_head, hd = C / H;
+  const int bs = kv_->block_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  float* x = x_.get();      // (rows, C)
+  float* ln = ln_.get();    // (rows, C)
+  float* qkv = qkv_.get();  // (rows, 3C): q | k | v, heads side by side in each
+  float* att = att_.get();  // (rows, C)
+  float* fc = fc_.get();    // (rows, 4C)
+
+  // x = wte[token] + wpe[pos]
+  for (int r = 0; r < rows; ++r) {
+    cpu::Add(w.wte + static_cast<size_t>(tokens[r]) * C, w.wpe + static_cast<size_t>(row_pos_[r]) * C,
+             x + static_cast<size_t>(r) * C, C);
+  }
+
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const Gpt2Layer& lw = w.layers[l];
+    const PackedLayer& pl = layers_[l];
+
+    cpu::LayerNorm(pool_, x, rows, C, lw.ln_1_w, lw.ln_1_b, cfg_.layer_norm_epsilon, ln);
+    cpu::Matmul(pool_, ln, rows, pl.attn, lw.attn_b, qkv, /*accumulate=*/false);
+
+    // Append each row's K and V to its sequence's cache slot.
+    for (int r = 0; r < rows; ++r) {
+      const int pos = row_pos_[r];
+      float* block = kv_->block(row_seq_[r]->block_table[pos / bs]);
+      const size_t slot = static_cast<size_t>(pos % bs) * hd;
+      const float* k = qkv + static_cast<size_t>(r) * 3 * C + C;  // (C)
+      const float* v = k + C;                                     // (C)
+      for (int h = 0; h < H; ++h) {
+        std::memcpy(block + kv_->Offset(l, 0, h) + slot, k + h * hd, sizeof(float) * hd);
+        std::memcpy(block + kv_->Offset(l, 1, h) + slot, v + h * hd, sizeof(float) * hd);
+      }
+    }
+
+    // Attention: one task per (row, head); row r sees positions [0, pos_r].
+    auto attend = [&](int task, int worker) {
+      const int r = task / H, h = task % H;
+      cpu::PagedKvHead kvh;
+      kvh.pool = kv_->data();
+      kvh.block_table = row_seq_[r]->block_table.data();
+      kvh.block_size = bs;
+      kvh.block_stride = kv_->FloatsPerBlock();
+      kvh.k_offset = kv_->Offset(l, 0, h);
+      kvh.v_offset = kv_->Offset(l, 1, h);
+      kvh.head_dim = hd;
+      const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (hd)
+      float* scores = scores_.get() + static_cast<size_t>(worker) * cfg_.n_ctx;  // (n_ctx)
+      cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, att + static_cast<size_t>(r) * C + h * hd);
+    };
+    size_t work = 0;  // floats of K and V this pass reads
+    for (int r = 0; r < rows; ++r) work += static_cast<size_t>(row_pos_[r] + 1) * 2 * C;
+    if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(rows * H, attend);
+    else for (int t = 0; t < rows * H; ++t) attend(t, 0);
+
+    cpu::Matmul(pool_, att, rows, pl.attn_proj, lw.attn_proj_b, x, /*accumulate=*/true);
+
+    cpu::LayerNorm(pool_, x, rows, C, lw.ln_2_w, lw.ln_2_b, cfg_.layer_norm_epsilon, ln);
+    cpu::Matmul(pool_, ln, rows, pl.fc, lw.fc_b, fc, /*accumulate=*/false);
+    cpu::GeluTanh(pool_, fc, static_cast<size_t>(rows) * 4 * C);
+    cpu::Matmul(pool_, fc, rows, pl.proj, lw.proj_b, x, /*accumulate=*/true);
+  }
+}
+
+void Gpt2Forward::Logits(int first, int count, float* logits) {
+  const Gpt2Weights& w = model_.weights();
+  const int C = cfg_.n_embd;
+  const float* x = x_.get() + static_cast<size_t>(first) * C;  // (count, C)
+  float* ln = ln_.get();                                        // (count, C)
+  cpu::LayerNorm(pool_, x, count, C, w.ln_f_w, w.ln_f_b, cfg_.layer_norm_epsilon, ln);
+  cpu::Matmul(pool_, ln, count, lm_head_, nullptr, logits, /*accumulate=*/false);
+}
+
+}  // namespace tw::model

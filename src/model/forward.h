@@ -1,0 +1,111 @@
+// Gpt2Forward: the GPT-2 forward pass on the CPU over a paged KV cache.
+//
+// Prefill appends a prompt to one sequence and returns the logits of its last
+// position (optionally of every position). DecodeBatch runs ONE step for B
+// sequences of different lengths in one batched pass: every matmul runs over
+// the B rows together (one read of the weights per step), and attention runs
+// per sequence through its block table, reading K/V in place.
+//
+// Weights: at Create() the four matrices of every layer and the tied LM head
+// (wte^T) are repacked into one 64-byte-aligned slab in the kernels' panel
+// layout (cpu/kernels.h); that slab is about the size of the model's float32
+// parameters. Embeddings, biases and layer-norm parameters are read from the
+// Gpt2Model, which must outlive this object, as must the KvPool and the
+// ThreadPool.
+//
+// Bounds: scratch for max_rows() = max(max_batch, max_prefill_chunk_tokens)
+// rows of activations, plus n_ctx attention scores per thread, allocated once
+// in Create(); longer prompts are prefilled in chunks of
+// max_prefill_chunk_tokens. Nothing is allocated per call.
+//
+// Threading: one thread calls Prefill/DecodeBatch at a time; the work is
+// spread over the ThreadPool. Results do not depend on the thread count, on
+// the batch composition, on the block size or on the prefill chunking: every
+// row's arithmetic is the same sequence of float operations (bitwise equal).
+// Never: allocates per call, throws, or touches K/V outside the block tables
+// it is given.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "cpu/aligned.h"
+#include "cpu/kernels.h"
+#include "cpu/thread_pool.h"
+#include "model/gpt2.h"
+#include "model/kv_cache.h"
+
+namespace tw::model {
+
+struct ForwardLimits {
+  int max_batch = 32;                  // sequences per DecodeBatch
+  int max_prefill_chunk_tokens = 256;  // prompt tokens per pass; longer prompts are chunked
+};
+
+class Gpt2Forward {
+ public:
+  // Validates the shapes (model vs pool vs limits), packs the weights and
+  // allocates the scratch. `pool` may be null (single-threaded).
+  static Status Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool,
+                       const ForwardLimits& limits, std::unique_ptr<Gpt2Forward>* out);
+
+  // Appends tokens[0..n) at seq->length (n >= 1; seq->block_table must
+  // already hold BlocksFor(length + n) blocks) and advances seq->length.
+  // last_logits (V), may be null: the logits of the last new position.
+  // all_logits (n, V), may be null: the logits of every new position.
+  Status Prefill(SeqState* seq, const int32_t* tokens, int n, float* last_logits,
+                 float* all_logits = nullptr);
+
+  // One step for B sequences (1 <= B <= max_batch, all distinct): appends
+  // tokens[b] to seqs[b] and writes that position's logits to
+  // logits + b * V. On error no sequence is changed.
+  Status DecodeBatch(SeqState* const* seqs, const int32_t* tokens, int B, float* logits);
+
+  const Gpt2Config& config() const { return cfg_; }
+  int max_rows() const { return max_rows_; }
+  size_t packed_weight_bytes() const { return packed_floats_ * sizeof(float); }
+
+ private:
+  struct PackedLayer {
+    cpu::PackedWeight attn;       // (C, 3C)
+    cpu::PackedWeight attn_proj;  // (C, C)
+    cpu::PackedWeight fc;         // (C, 4C)
+    cpu::PackedWeight proj;       // (4C, C)
+  };
+
+  Gpt2Forward(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool, const ForwardLimits& limits);
+  // Checks that `seq` can take `n` more tokens.
+  Status CheckSeq(const SeqState& seq, int n, const char* what) const;
+  // Runs `rows` rows (row r: token tokens[r] at position row_pos_[r] of
+  // row_seq_[r]) through all layers, writing their K/V into the cache, and
+  // leaves the final residual stream in x_.
+  void RunRows(int rows, const int32_t* tokens);
+  // logits (count, V) for rows [first, first+count) of x_.
+  void Logits(int first, int count, float* logits);
+
+  const Gpt2Model& model_;
+  const Gpt2Config cfg_;
+  KvPool* kv_;
+  cpu::ThreadPool* pool_;
+  ForwardLimits limits_;
+  int max_rows_ = 0;
+
+  cpu::AlignedFloats packed_;  // one slab: every layer's matrices, then the LM head
+  size_t packed_floats_ = 0;
+  std::vector<PackedLayer> layers_;
+  cpu::PackedWeight lm_head_;  // (C, V) = wte^T
+
+  // Scratch, R = max_rows_ rows.
+  cpu::AlignedFloats x_;       // (R, C)  residual stream
+  cpu::AlignedFloats ln_;      // (R, C)  layer-norm output
+  cpu::AlignedFloats qkv_;     // (R, 3C)
+  cpu::AlignedFloats att_;     // (R, C)  attention output, heads side by side
+  cpu::AlignedFloats fc_;      // (R, 4C) MLP hidden
+  cpu::AlignedFloats scores_;  // (threads, n_ctx) attention scores per worker
+  std::vector<const SeqState*> row_seq_;  // (R) which sequence each row belongs to
+  std::vector<int> row_pos_;              // (R) the row's position in its sequence
+};
+
+}  // namespace tw::model

@@ -1,0 +1,128 @@
+#include "model/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tw::model {
+
+namespace {
+
+uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+// Candidate order: larger logit first, then lower id.
+template <typename C>
+bool Before(const C& a, const C& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+}  // namespace
+
+Rng::Rng(uint64_t seed) {
+  uint64_t st = seed;
+  for (uint64_t& s : s_) s = SplitMix64(&st);
+}
+
+uint64_t Rng::Next() {
+  const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = Rotl(s_[3], 45);
+  return result;
+}
+
+float Rng::Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f); }
+
+int32_t Argmax(const float* logits, int n) {
+  int32_t best = 0;
+  bool found = false;
+  for (int i = 0; i < n; ++i) {
+    if (std::isnan(logits[i])) continue;
+    if (!found || logits[i] > logits[best]) {  // strict: earlier index wins ties
+      best = i;
+      found = true;
+    }
+  }
+  return best;
+}
+
+Sampler::Sampler(int vocab_size)
+    : vocab_size_(vocab_size < 1 ? 1 : vocab_size), cand_(vocab_size_), prob_(vocab_size_) {}
+
+int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* rng) {
+  if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
+  const int V = vocab_size_;
+  int n = 0;
+  for (int i = 0; i < V; ++i) {
+    if (!std::isnan(logits[i])) cand_[n++] = Candidate{logits[i], i};
+  }
+  if (n == 0) return 0;
+  auto before = [](const Candidate& a, const Candidate& b) { return Before(a, b); };
+
+  // top-k: the k best, in order.
+  int keep = n;
+  if (params.top_k > 0 && params.top_k < n) {
+    keep = params.top_k;
+    std::partial_sort(cand_.begin(), cand_.begin() + keep, cand_.begin() + n, before);
+  }
+  const bool sorted = keep < n;
+  // Probabilities over the kept candidates (max-subtracted softmax).
+  float mx = cand_[0].logit;
+  for (int i = 0; i < keep; ++i) mx = std::max(mx, cand_[i].logit);
+  double total = 0;
+  for (int i = 0; i < keep; ++i) {
+    prob_[i] = std::exp((cand_[i].logit - mx) / params.temperature);
+    total += prob_[i];
+  }
+
+  if (params.top_p < 1.0f) {
+    // Sort the kept candidates best-first (if top-k has not), growing the
+    // sorted prefix until it holds top_p of the mass.
+    const double target = static_cast<double>(params.top_p) * total;
+    if (!sorted) {
+      // prob_ must follow the candidate order: sort pairs by logit, recompute.
+      int prefix = std::min(keep, 64);
+      for (;;) {
+        std::partial_sort(cand_.begin(), cand_.begin() + prefix, cand_.begin() + keep, before);
+        double acc = 0;
+        for (int i = 0; i < prefix; ++i) acc += std::exp((cand_[i].logit - mx) / params.temperature);
+        if (acc >= target || prefix == keep) break;
+        prefix = std::min(keep, prefix * 4);
+      }
+      for (int i = 0; i < keep; ++i) prob_[i] = std::exp((cand_[i].logit - mx) / params.temperature);
+    }
+    double acc = 0;
+    int cut = keep;
+    for (int i = 0; i < keep; ++i) {
+      acc += prob_[i];
+      if (acc >= target) {
+        cut = i + 1;
+        break;
+      }
+    }
+    keep = cut;
+    total = 0;
+    for (int i = 0; i < keep; ++i) total += prob_[i];
+  }
+
+  // Inverse-CDF draw over the kept candidates.
+  const double u = static_cast<double>(rng->Uniform()) * total;
+  double acc = 0;
+  for (int i = 0; i < keep; ++i) {
+    acc += prob_[i];
+    if (u < acc) return cand_[i].id;
+  }
+  return cand_[keep - 1].id;
+}
+
+}  // namespace tw::model

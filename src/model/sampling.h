@@ -1,0 +1,64 @@
+// Token sampling: greedy, temperature, top-k and top-p (nucleus), driven by a
+// per-request seeded generator so that a seeded request's stream never
+// depends on what else shares its batch.
+//
+// Rules (in this order): temperature <= 0 means greedy (argmax). Otherwise
+// the logits are divided by the temperature; top_k > 0 keeps the k most
+// likely tokens; top_p < 1 then keeps the smallest set of the most likely
+// tokens whose probability sums to at least top_p; one token is drawn from
+// what is left, renormalised. Ties in value always break toward the lower
+// token id (argmax, and the order used by top-k/top-p), so results are
+// deterministic.
+//
+// Threading: a Sampler and an Rng belong to one request (or one thread).
+// Allocation: Sampler allocates its candidate buffer (vocab entries) once at
+// construction; Sample() never allocates. Never throws.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tw::model {
+
+// xoshiro256** (Blackman & Vigna's algorithm, our implementation), seeded
+// through splitmix64 so that any 64-bit seed, including 0, is fine.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0);
+  uint64_t Next();
+  // Uniform in [0, 1), 24 random bits.
+  float Uniform();
+
+ private:
+  uint64_t s_[4];
+};
+
+struct SamplingParams {
+  float temperature = 1.0f;  // <= 0: greedy
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // >= 1: off
+};
+
+// Index of the largest value; the lowest index among equal maxima. n >= 1.
+// NaN values are never chosen unless every value is NaN (then 0).
+int32_t Argmax(const float* logits, int n);
+
+class Sampler {
+ public:
+  explicit Sampler(int vocab_size);
+
+  // Draws one token from logits (vocab_size) per `params`, using `rng`
+  // (untouched for greedy).
+  int32_t Sample(const float* logits, const SamplingParams& params, Rng* rng);
+
+ private:
+  struct Candidate {
+    float logit;
+    int32_t id;
+  };
+  int vocab_size_;
+  std::vector<Candidate> cand_;   // (vocab_size)
+  std::vector<float> prob_;       // (vocab_size)
+};
+
+}  // namespace tw::model

@@ -1,0 +1,225 @@
+#include "net/connection.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace tw::net {
+namespace {
+constexpr size_t kMaxParts = 8;  // iovecs per write
+}
+
+Connection::Connection(EventLoop* loop, int fd, const ConnectionLimits& limits,
+                       Counter* bytes_in, Counter* bytes_out)
+    : loop_(loop),
+      fd_(fd),
+      limits_(limits),
+      bytes_in_(bytes_in),
+      bytes_out_(bytes_out),
+      read_buf_(new char[limits.read_chunk_bytes > 0 ? limits.read_chunk_bytes : 1]) {
+  if (limits_.read_chunk_bytes == 0) limits_.read_chunk_bytes = 1;
+}
+
+Connection::~Connection() {
+  if (linger_timer_ != 0) loop_->CancelTimer(linger_timer_);
+  if (fail_timer_ != 0) loop_->CancelTimer(fail_timer_);
+  if (!closed_) {
+    if (registered_) loop_->RemoveFileEvent(fd_);
+    ::close(fd_);
+  }
+}
+
+Status Connection::Start(ConnectionHandler* handler) {
+  handler_ = handler;
+  interest_ = kReadable;
+  Status s = loop_->AddFileEvent(fd_, kReadable, [this](int, int events) { OnEvent(events); });
+  if (!s.ok()) {
+    ::close(fd_);
+    closed_ = true;
+    return s;
+  }
+  registered_ = true;
+  return Status::Ok();
+}
+
+void Connection::UpdateInterest() {
+  if (closed_ || !registered_) return;
+  int mask = 0;
+  // While closing we keep reading (and discarding) so the peer never sees RST.
+  if (reading_ || closing_) mask |= kReadable;
+  if (buffered_bytes() > 0) mask |= kWritable;
+  if (mask == interest_) return;
+  interest_ = mask;
+  if (!loop_->SetFileEventMask(fd_, mask).ok()) MarkFailed();
+}
+
+void Connection::SetReading(bool on) {
+  reading_ = on;
+  UpdateInterest();
+}
+
+WriteResult Connection::Write(const std::string_view* parts, size_t n) {
+  return DoWrite(parts, n, true);
+}
+
+WriteResult Connection::WriteUnbounded(const std::string_view* parts, size_t n) {
+  return DoWrite(parts, n, false);
+}
+
+WriteResult Connection::DoWrite(const std::string_view* parts, size_t n, bool bounded) {
+  if (closed_ || closing_ || failed_) return WriteResult::kClosed;
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += parts[i].size();
+  if (total == 0) return WriteResult::kTaken;
+  if (bounded && buffered_bytes() + total > limits_.max_output_bytes) {
+    want_drained_ = true;
+    return WriteResult::kRefused;
+  }
+  size_t sent = 0;
+  if (buffered_bytes() == 0) {
+    // Nothing queued: try the socket first (no copy when it takes it all).
+    iovec iov[kMaxParts];
+    size_t niov = 0;
+    for (size_t i = 0; i < n && niov < kMaxParts; ++i) {
+      if (parts[i].empty()) continue;
+      iov[niov].iov_base = const_cast<char*>(parts[i].data());
+      iov[niov].iov_len = parts[i].size();
+      ++niov;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = niov;
+    // MSG_NOSIGNAL: a reset peer gives EPIPE, not SIGPIPE.
+    ssize_t r = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        MarkFailed();
+        return WriteResult::kClosed;
+      }
+      r = 0;
+    }
+    sent = static_cast<size_t>(r);
+    if (bytes_out_ && sent > 0) bytes_out_->Inc(sent);
+    if (sent == total) return WriteResult::kTaken;
+  }
+  // Queue the rest (parts beyond kMaxParts were not offered to sendmsg).
+  if (out_pos_ > 0 && out_pos_ >= out_.size() / 2) {
+    out_.erase(0, out_pos_);
+    out_pos_ = 0;
+  }
+  size_t skip = sent;
+  for (size_t i = 0; i < n; ++i) {
+    if (skip >= parts[i].size()) {
+      skip -= parts[i].size();
+      continue;
+    }
+    out_.append(parts[i].data() + skip, parts[i].size() - skip);
+    skip = 0;
+  }
+  if (buffered_bytes() > limits_.write_low_watermark_bytes) want_drained_ = true;
+  UpdateInterest();
+  return WriteResult::kQueued;
+}
+
+void Connection::MarkFailed() {
+  if (failed_ || closed_) return;
+  failed_ = true;
+  // Close from the loop, not inside the caller's Write(): the handler's
+  // OnClosed must not run re-entrantly under a stream writer.
+  fail_timer_ = loop_->AddTimer(0, [this] {
+    fail_timer_ = 0;
+    Close();
+  });
+}
+
+void Connection::Flush() {
+  while (buffered_bytes() > 0) {
+    ssize_t r = ::send(fd_, out_.data() + out_pos_, buffered_bytes(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close();
+      return;
+    }
+    out_pos_ += static_cast<size_t>(r);
+    if (bytes_out_) bytes_out_->Inc(static_cast<uint64_t>(r));
+  }
+  if (buffered_bytes() == 0) {
+    out_.clear();
+    out_pos_ = 0;
+  }
+  if (closing_ && buffered_bytes() == 0) AfterFlushed();
+  UpdateInterest();
+  if (want_drained_ && buffered_bytes() <= limits_.write_low_watermark_bytes && !closed_) {
+    want_drained_ = false;
+    if (handler_ && !closing_) handler_->OnDrained();
+  }
+}
+
+void Connection::AfterFlushed() {
+  if (shut_wr_ || closed_) return;
+  shut_wr_ = true;
+  // Half-close: the client sees EOF after our last byte; we keep reading
+  // until its EOF so that unread input does not turn our close into a RST.
+  if (::shutdown(fd_, SHUT_WR) != 0) Close();
+}
+
+void Connection::CloseAfterFlush() {
+  if (closed_ || closing_) return;
+  closing_ = true;
+  linger_timer_ = loop_->AddTimer(limits_.linger_ms, [this] {
+    linger_timer_ = 0;
+    Close();
+  });
+  if (buffered_bytes() == 0) AfterFlushed();
+  UpdateInterest();
+}
+
+void Connection::OnReadable() {
+  ssize_t r = ::recv(fd_, read_buf_.get(), limits_.read_chunk_bytes, 0);
+  if (r > 0) {
+    if (bytes_in_) bytes_in_->Inc(static_cast<uint64_t>(r));
+    if (!closing_ && handler_) handler_->OnData(read_buf_.get(), static_cast<size_t>(r));
+    return;
+  }
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  Close();  // 0: the peer's EOF; < 0: ECONNRESET and friends
+}
+
+void Connection::OnEvent(int events) {
+  if (closed_) return;
+  if (events & kWritable) Flush();
+  if (closed_) return;
+  if ((events & kReadable) && (reading_ || closing_)) {
+    OnReadable();
+    return;  // a FIN is seen as a 0-byte read on a later event
+  }
+  if (events & kHangup) {
+    // Not reading (a response is in progress) and the peer left or reset: the
+    // client is gone. (A client that only half-closes is treated the same.)
+    Close();
+  }
+}
+
+void Connection::Close() {
+  if (closed_) return;
+  closed_ = true;
+  if (linger_timer_ != 0) {
+    loop_->CancelTimer(linger_timer_);
+    linger_timer_ = 0;
+  }
+  if (fail_timer_ != 0) {
+    loop_->CancelTimer(fail_timer_);
+    fail_timer_ = 0;
+  }
+  if (registered_) loop_->RemoveFileEvent(fd_);
+  ::close(fd_);
+  out_.clear();
+  out_.shrink_to_fit();
+  out_pos_ = 0;
+  if (handler_) handler_->OnClosed();
+}
+
+}  // namespace tw::net

@@ -1,0 +1,129 @@
+// Connection: one accepted TCP socket with a bounded output buffer, a fixed
+// read chunk, back-pressure-aware writes and close-later semantics. It knows
+// no protocol: bytes go to a ConnectionHandler (HTTP today; a WebSocket
+// handler can take over the same Connection with SetHandler()).
+//
+// Threads: the loop thread only.
+// Buffers and bounds (ConnectionLimits):
+//   input:  each readable event reads at most `read_chunk_bytes` into a fixed
+//           buffer and hands them to the handler, which must consume or bound
+//           them (the HTTP reader has its own limits). While reading is paused
+//           (SetReading(false)) the kernel socket buffer holds further input:
+//           TCP flow control pushes back on the client.
+//   output: bytes the socket did not take at once are held in one buffer of at
+//           most `max_output_bytes` (plus one unbounded complete response, see
+//           WriteUnbounded).
+// Close-later: Close() unregisters and closes the fd at once and tells the
+// handler (OnClosed, exactly once), but the object is freed by its owner, who
+// must keep it alive until the current callback returns (EventLoop::
+// ReleaseLater). Never: blocks, frees itself, or raises SIGPIPE.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "net/event_loop.h"
+
+namespace tw::net {
+
+struct ConnectionLimits {
+  size_t max_output_bytes = 1 << 20;            // bounded writes refused beyond this
+  size_t write_low_watermark_bytes = 64 << 10;  // OnDrained when buffered falls to this
+  size_t read_chunk_bytes = 64 << 10;           // bytes read per readable event
+  int64_t linger_ms = 2000;  // CloseAfterFlush: max time to flush and drain input
+};
+
+enum class WriteResult {
+  kTaken,    // all bytes went to the socket now
+  kQueued,   // some or all are held in the output buffer
+  kRefused,  // would exceed max_output_bytes: nothing was taken
+  kClosed,   // closed or closing: nothing was taken (OnClosed has run or will
+             // run in this or the next loop iteration)
+};
+
+class ConnectionHandler {
+ public:
+  virtual ~ConnectionHandler() = default;
+  virtual void OnData(const char* data, size_t len) = 0;
+  // Buffered output fell to <= write_low_watermark_bytes after a write was
+  // refused or left the buffer above the watermark.
+  virtual void OnDrained() = 0;
+  // The connection closed (peer FIN/RST, error, or Close()). Called once.
+  virtual void OnClosed() = 0;
+};
+
+class Connection {
+ public:
+  // Takes ownership of fd (non-blocking). Counters may be null.
+  Connection(EventLoop* loop, int fd, const ConnectionLimits& limits, Counter* bytes_in,
+             Counter* bytes_out);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Registers with the loop (reading on). On failure the fd is closed.
+  Status Start(ConnectionHandler* handler);
+  // Hands the connection to another protocol handler (WebSocket upgrade).
+  void SetHandler(ConnectionHandler* handler) { handler_ = handler; }
+
+  // Writes the concatenation of parts[0..n) atomically with respect to the
+  // bound: refused as a whole if buffered + total > max_output_bytes.
+  WriteResult Write(const std::string_view* parts, size_t n);
+  WriteResult Write(std::string_view bytes) { return Write(&bytes, 1); }
+  // Same, never refused: for complete responses whose bytes the caller already
+  // holds in memory (their size is bounded by whoever built them).
+  WriteResult WriteUnbounded(const std::string_view* parts, size_t n);
+  WriteResult WriteUnbounded(std::string_view bytes) { return WriteUnbounded(&bytes, 1); }
+
+  // Pauses/resumes reading. Peer hang-up is noticed either way.
+  void SetReading(bool on);
+  // Stops reading for the handler; once the output buffer is empty, shuts the
+  // write side down, then discards input until the peer's EOF (so the kernel
+  // sends FIN, not RST, and the client reads our last response), bounded by
+  // linger_ms overall; then Close().
+  void CloseAfterFlush();
+  // Closes now; buffered output is dropped. Idempotent.
+  void Close();
+
+  bool closed() const { return closed_; }
+  bool closing() const { return closing_; }
+  size_t buffered_bytes() const { return out_.size() - out_pos_; }
+  const ConnectionLimits& limits() const { return limits_; }
+  int fd() const { return fd_; }
+
+ private:
+  WriteResult DoWrite(const std::string_view* parts, size_t n, bool bounded);
+  void OnEvent(int events);
+  void OnReadable();
+  void Flush();
+  void UpdateInterest();
+  void AfterFlushed();
+  void MarkFailed();
+
+  EventLoop* loop_;
+  int fd_;
+  ConnectionLimits limits_;
+  Counter* bytes_in_;
+  Counter* bytes_out_;
+  ConnectionHandler* handler_ = nullptr;
+  std::unique_ptr<char[]> read_buf_;  // read_chunk_bytes
+  std::string out_;       // output buffer; bytes before out_pos_ are sent
+  size_t out_pos_ = 0;
+  bool reading_ = true;
+  bool registered_ = false;
+  bool want_drained_ = false;  // notify OnDrained at the low watermark
+  bool closing_ = false;       // CloseAfterFlush called
+  bool shut_wr_ = false;       // shutdown(SHUT_WR) done
+  bool failed_ = false;        // a send failed; close on the next event
+  bool closed_ = false;
+  int interest_ = -1;
+  EventLoop::TimerId linger_timer_ = 0;
+  EventLoop::TimerId fail_timer_ = 0;  // closes after a failed send, outside the writer's call
+};
+
+}  // namespace tw::net

@@ -1,0 +1,421 @@
+#include "stream/hub.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "backend/events.h"
+#include "net/event_loop.h"
+
+namespace tw::stream {
+
+const char* PolicyName(Policy p) {
+  switch (p) {
+    case Policy::kDropSlow: return "drop_slow";
+    case Policy::kPauseProducer: return "pause_producer";
+    case Policy::kPauseThenCancel: return "pause_then_cancel";
+  }
+  return "unknown";
+}
+
+bool ParsePolicy(std::string_view s, Policy* out) {
+  if (s == "drop_slow") *out = Policy::kDropSlow;
+  else if (s == "pause_producer") *out = Policy::kPauseProducer;
+  else if (s == "pause_then_cancel") *out = Policy::kPauseThenCancel;
+  else return false;
+  return true;
+}
+
+StreamHub::StreamHub(net::EventLoop* loop, backend::Backend* backend, const HubOptions& options)
+    : loop_(loop),
+      backend_(backend),
+      options_(options),
+      notifier_(
+          [loop, alive = std::weak_ptr<bool>(alive_)](std::function<void()> fn) {
+            loop->Post([alive, fn = std::move(fn)] {
+              if (alive.lock()) fn();
+            });
+          },
+          [this](std::vector<std::shared_ptr<Stream>>& dirty) { Drain(dirty); }) {}
+
+StreamHub::~StreamHub() {
+  alive_.reset();
+  for (auto& [id, e] : entries_) {
+    StopTimer(&e.linger_timer);
+    StopTimer(&e.stall_timer);
+    StopTimer(&e.retain_timer);
+  }
+}
+
+std::string StreamHub::NewId() {
+  unsigned char raw[16];
+  size_t got = 0;
+  while (got < sizeof(raw)) {
+    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;  // cannot happen on Linux >= 3.17 once the pool is initialised
+    }
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = "s_";
+  if (!instance_tag_.empty()) id += instance_tag_ + "_";
+  for (unsigned char b : raw) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
+  if (entries_.size() >= options_.max_streams) return nullptr;
+  std::string id = NewId();
+  auto s = std::make_shared<Stream>(id, options_.stream_limits, &notifier_);
+  Entry& e = entries_[id];
+  e.stream = s;
+  e.policy = policy;
+  counters_.streams_created++;
+  return s;
+}
+
+void StreamHub::StartDetached(const std::shared_ptr<Stream>& s) {
+  Entry* e = EntryFor(*s);
+  if (e == nullptr || !e->subs.empty()) return;
+  StartLinger(*e);
+  ApplyPolicy(*e);  // pause_producer: nobody attached yet, so paused
+}
+
+std::shared_ptr<Stream> StreamHub::Find(std::string_view id) const {
+  auto it = entries_.find(std::string(id));
+  return it == entries_.end() ? nullptr : it->second.stream;
+}
+
+void StreamHub::Abandon(const std::shared_ptr<Stream>& s) {
+  auto it = entries_.find(s->id());
+  if (it == entries_.end()) return;
+  StopTimer(&it->second.linger_timer);
+  StopTimer(&it->second.stall_timer);
+  StopTimer(&it->second.retain_timer);
+  entries_.erase(it);
+}
+
+StreamHub::Entry* StreamHub::EntryFor(const Stream& s) {
+  auto it = entries_.find(s.id());
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+StreamHub::Entry* StreamHub::EntryForSub(Subscription* sub, size_t* index) {
+  auto it = sub_index_.find(sub);
+  if (it == sub_index_.end()) return nullptr;
+  auto e = entries_.find(it->second);
+  if (e == entries_.end()) return nullptr;
+  for (size_t i = 0; i < e->second.subs.size(); i++) {
+    if (e->second.subs[i].transport == sub) {
+      *index = i;
+      return &e->second;
+    }
+  }
+  return nullptr;
+}
+
+Stream::AttachResult StreamHub::Attach(const std::shared_ptr<Stream>& s, Subscription* sub,
+                                       uint64_t after_seq, uint64_t* oldest_available) {
+  Entry* e = EntryFor(*s);
+  uint64_t oldest = 0;
+  Stream::AttachResult r =
+      e ? s->Attach(sub, after_seq, &oldest) : Stream::AttachResult::kWindowExceeded;
+  if (oldest_available) *oldest_available = oldest;
+  if (r == Stream::AttachResult::kWindowExceeded) {
+    counters_.resumes_window_exceeded++;
+    return r;
+  }
+  if (r != Stream::AttachResult::kOk) return r;
+  if (after_seq > 0) counters_.resumes_ok++;
+  // A cursor beyond the head (a client claiming events that do not exist yet)
+  // is clamped to the head: it gets what comes next.
+  uint64_t cursor = std::min(after_seq, s->head_seq()) + 1;
+  e->subs.push_back(Sub{sub, cursor});
+  sub_index_[sub] = s->id();
+  StopTimer(&e->linger_timer);
+  // Deliver the backlog now rather than at the next append.
+  Service(*e);
+  return r;
+}
+
+void StreamHub::Detach(Subscription* sub) {
+  size_t index = 0;
+  Entry* e = EntryForSub(sub, &index);
+  if (e == nullptr) {
+    sub_index_.erase(sub);
+    return;
+  }
+  RemoveSub(*e, index);
+  ApplyPolicy(*e);
+}
+
+void StreamHub::OnWritable(Subscription* sub) {
+  size_t index = 0;
+  Entry* e = EntryForSub(sub, &index);
+  if (e != nullptr) Service(*e);
+}
+
+void StreamHub::RemoveSub(Entry& e, size_t index) {
+  Subscription* t = e.subs[index].transport;
+  e.subs.erase(e.subs.begin() + static_cast<long>(index));
+  sub_index_.erase(t);
+  size_t left = e.stream->Detach(t);
+  if (left == 0 && !e.stream->finished()) StartLinger(e);
+}
+
+void StreamHub::StopTimer(uint64_t* id) {
+  if (*id != 0) {
+    loop_->CancelTimer(*id);
+    *id = 0;
+  }
+}
+
+void StreamHub::StartLinger(Entry& e) {
+  if (e.linger_timer != 0 || e.stream->finished() || shutting_down_) return;
+  if (options_.linger_ms <= 0) {
+    counters_.linger_cancels++;
+    CancelGeneration(e);
+    return;
+  }
+  std::string id = e.stream->id();
+  e.linger_timer = loop_->AddTimer(options_.linger_ms, [this, id] {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    Entry& en = it->second;
+    en.linger_timer = 0;
+    if (en.subs.empty() && !en.stream->finished()) {
+      counters_.linger_cancels++;
+      CancelGeneration(en);
+    }
+  });
+}
+
+void StreamHub::CancelGeneration(Entry& e) {
+  if (e.cancel_sent || e.stream->finished()) return;
+  e.cancel_sent = true;
+  backend_->Cancel(e.stream->id());
+}
+
+void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit) {
+  Entry* e = EntryFor(*s);
+  if (e == nullptr || e->stream->finished()) {
+    if (on_exit) on_exit();
+    return;
+  }
+  if (on_exit) e->exit_waiters.push_back(std::move(on_exit));
+  if (!e->cancel_sent) counters_.delete_cancels++;
+  CancelGeneration(*e);
+}
+
+void StreamHub::Drain(std::vector<std::shared_ptr<Stream>>& dirty) {
+  for (auto& s : dirty) {
+    Entry* e = EntryFor(*s);
+    if (e != nullptr && e->stream == s) Service(*e);
+  }
+}
+
+void StreamHub::Service(Entry& e) {
+  // Keep the stream alive across callbacks that might erase the entry.
+  std::shared_ptr<Stream> keep = e.stream;
+  std::string id = keep->id();
+  for (size_t i = 0; i < e.subs.size();) {
+    if (DeliverTo(e, i)) i++;
+    if (entries_.find(id) == entries_.end()) return;
+  }
+  if (keep->finished()) {
+    HandleExit(e);
+  } else {
+    ApplyPolicy(e);
+  }
+}
+
+bool StreamHub::DeliverTo(Entry& e, size_t index) {
+  std::vector<EventPtr> batch;
+  for (;;) {
+    Sub& sub = e.subs[index];
+    if (!e.stream->ReadFrom(sub.cursor, 64, &batch)) {
+      // The cursor fell out of the resume window (only possible if the lag
+      // bound is not below the window): end with resume_from so the client
+      // learns exactly where it stands; a resume there gets 409.
+      SubscriberEnd end{"slow_client", "subscriber fell behind the resume window", false,
+                        sub.cursor - 1};
+      Subscription* t = sub.transport;
+      counters_.slow_client_detaches++;
+      RemoveSub(e, index);
+      t->End(end);
+      return false;
+    }
+    if (batch.empty()) break;
+    for (const EventPtr& ev : batch) {
+      Sub& s = e.subs[index];
+      DeliverResult r = s.transport->Deliver(*ev);
+      if (r == DeliverResult::kNoRoom) goto lag_check;
+      if (r == DeliverResult::kGone) {
+        RemoveSub(e, index);
+        return false;
+      }
+      s.cursor = ev->seq + 1;
+      if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
+        counters_.tokens_delivered++;
+        e.max_token_seq_taken = ev->seq;
+      }
+      if (ev->terminal()) {
+        Subscription* t = s.transport;
+        RemoveSub(e, index);
+        t->Complete();
+        return false;
+      }
+    }
+  }
+lag_check:
+  Sub& sub = e.subs[index];
+  uint64_t lag = e.stream->head_seq() + 1 - sub.cursor;
+  if (e.policy == Policy::kDropSlow && lag > options_.subscriber_lag_events) {
+    SubscriberEnd end{"slow_client",
+                      "the client read more slowly than the stream was produced; resume from "
+                      "resume_from",
+                      true, sub.cursor - 1};
+    Subscription* t = sub.transport;
+    counters_.slow_client_detaches++;
+    RemoveSub(e, index);
+    t->End(end);
+    return false;
+  }
+  return true;
+}
+
+void StreamHub::ApplyPolicy(Entry& e) {
+  if (e.policy == Policy::kDropSlow || e.stream->finished() || e.cancel_sent) return;
+  uint64_t head = e.stream->head_seq();
+  uint64_t max_lag = 0;
+  for (const Sub& s : e.subs) max_lag = std::max<uint64_t>(max_lag, head + 1 - s.cursor);
+  bool over = e.subs.empty() || max_lag > options_.subscriber_lag_events;
+  bool under = !e.subs.empty() && max_lag <= options_.subscriber_lag_events / 2;
+  if (!e.paused && over) {
+    e.paused = true;
+    counters_.pauses++;
+    backend_->SetPaused(e.stream->id(), true);
+    if (e.policy == Policy::kPauseThenCancel && !e.subs.empty()) {
+      std::string id = e.stream->id();
+      e.stall_timer = loop_->AddTimer(options_.stall_timeout_ms, [this, id] {
+        auto it = entries_.find(id);
+        if (it == entries_.end()) return;
+        it->second.stall_timer = 0;
+        if (it->second.paused && !it->second.stream->finished()) {
+          counters_.stall_cancels++;
+          CancelGeneration(it->second);
+        }
+      });
+    }
+  } else if (e.paused && under) {
+    e.paused = false;
+    counters_.unpauses++;
+    StopTimer(&e.stall_timer);
+    backend_->SetPaused(e.stream->id(), false);
+  }
+}
+
+void StreamHub::HandleExit(Entry& e) {
+  if (e.exit_handled) return;
+  e.exit_handled = true;
+  StopTimer(&e.linger_timer);
+  StopTimer(&e.stall_timer);
+  // Token events nobody ever took: generated for nobody.
+  {
+    std::vector<EventPtr> all;
+    if (e.stream->ReadFrom(e.stream->oldest_seq(), SIZE_MAX, &all)) {
+      for (const auto& ev : all) {
+        if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
+          counters_.tokens_never_delivered++;
+        }
+        if (ev->type == EventType::kDone) {
+          // finish_reason is the first string value in the done payload.
+          size_t p = ev->data.find("\"finish_reason\":\"");
+          if (p != std::string::npos) {
+            p += 17;
+            size_t q = ev->data.find('"', p);
+            counters_.outcomes[ev->data.substr(p, q - p)]++;
+          }
+        } else if (ev->type == EventType::kError) {
+          counters_.outcomes["error"]++;
+        }
+      }
+    }
+  }
+  auto waiters = std::move(e.exit_waiters);
+  e.exit_waiters.clear();
+  std::string id = e.stream->id();
+  if (options_.retain_ms <= 0 && e.subs.empty()) {
+    entries_.erase(id);
+  } else {
+    e.retain_timer = loop_->AddTimer(std::max<int64_t>(options_.retain_ms, 0), [this, id] {
+      auto it = entries_.find(id);
+      if (it == entries_.end()) return;
+      // Subscribers still reading the tail keep the stream until they finish.
+      Entry& en = it->second;
+      en.retain_timer = 0;
+      for (Sub& s : en.subs) sub_index_.erase(s.transport);
+      std::vector<Sub> subs = std::move(en.subs);
+      entries_.erase(it);
+      for (Sub& s : subs) {
+        s.transport->End(SubscriberEnd{"expired", "the stream expired", false, s.cursor - 1});
+      }
+    });
+  }
+  for (auto& w : waiters) w();
+}
+
+void StreamHub::BeginShutdown() {
+  shutting_down_ = true;
+  std::vector<std::string> ids;
+  for (auto& [id, e] : entries_) ids.push_back(id);
+  for (const std::string& id : ids) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) continue;
+    Entry& e = it->second;
+    if (e.stream->finished()) continue;
+    std::vector<Sub> subs = std::move(e.subs);
+    e.subs.clear();
+    for (Sub& s : subs) {
+      sub_index_.erase(s.transport);
+      e.stream->Detach(s.transport);
+    }
+    CancelGeneration(e);
+    for (Sub& s : subs) {
+      s.transport->End(SubscriberEnd{"shutting_down", "the server is shutting down", true,
+                                     s.cursor - 1});
+    }
+  }
+}
+
+Policy StreamHub::policy_of(const Stream& s) const {
+  auto it = entries_.find(s.id());
+  return it == entries_.end() ? options_.policy : it->second.policy;
+}
+
+bool StreamHub::paused(const Stream& s) const {
+  auto it = entries_.find(s.id());
+  return it != entries_.end() && it->second.paused;
+}
+
+size_t StreamHub::live_streams() const {
+  size_t n = 0;
+  for (const auto& [id, e] : entries_) n += e.stream->finished() ? 0 : 1;
+  return n;
+}
+
+size_t StreamHub::subscriber_count() const { return sub_index_.size(); }
+
+size_t StreamHub::bytes_held() const {
+  size_t n = 0;
+  for (const auto& [id, e] : entries_) n += e.stream->bytes_held();
+  return n;
+}
+
+}  // namespace tw::stream

@@ -1,0 +1,195 @@
+// StreamHub: the I/O thread's side of every stream — the registry, the
+// subscribers and their cursors, and the policies of DESIGN.md §7.
+//
+// The hub owns, per stream: its policy, its subscribers (transport-neutral:
+// SSE and WebSocket deliveries implement Subscription), the linger timer that
+// cancels a stream nobody is attached to, the stall timer of
+// pause_then_cancel, the callbacks waiting for the producer to exit (DELETE),
+// and the retention timer that forgets a finished stream after --retain-ms.
+//
+// Delivery: when a producer appends, the Notifier wakes the I/O thread and
+// Drain() hands each subscriber the events after its cursor, until its
+// transport has no room. A subscriber's lag is the events it has not taken
+// yet (head - cursor + 1). Policies act on lag:
+//   drop_slow          lag > subscriber_lag_events: detach with slow_client
+//                      (resume_from = last event taken); generation goes on.
+//   pause_producer     lag over the bound (or nobody attached): the backend
+//                      pauses the sequence; it resumes when every subscriber
+//                      is back under half the bound.
+//   pause_then_cancel  as pause_producer, but a pause longer than
+//                      stall_timeout_ms cancels the generation.
+// Cancellation (DELETE, linger expiry, stall, shutdown) goes through one
+// idempotent path: Backend::Cancel, then the producer finishes the stream.
+//
+// Threads: I/O thread only (the loop that runs Drain). Memory: one entry per
+// live or retained stream, bounded by max_streams.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "stream/stream.h"
+
+namespace tw::net {
+class EventLoop;
+}
+
+namespace tw::stream {
+
+enum class Policy { kDropSlow, kPauseProducer, kPauseThenCancel };
+const char* PolicyName(Policy p);
+bool ParsePolicy(std::string_view s, Policy* out);
+
+struct HubOptions {
+  Policy policy = Policy::kDropSlow;
+  size_t subscriber_lag_events = 256;
+  int64_t stall_timeout_ms = 250;
+  int64_t linger_ms = 5000;
+  int64_t retain_ms = 60000;
+  size_t max_streams = 4096;  // live + retained
+  StreamLimits stream_limits;
+};
+
+// What a transport reports when offered an event.
+enum class DeliverResult { kTaken, kNoRoom, kGone };
+
+// A subscriber-level ending (DESIGN.md §5: an error without an id).
+struct SubscriberEnd {
+  std::string type;     // "slow_client", "shutting_down", ...
+  std::string message;
+  bool retryable = true;
+  uint64_t resume_from = 0;  // last event the subscriber took
+};
+
+// Implemented by transports (SSE response, WebSocket stream slot).
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+  // Offer one event; kNoRoom means nothing was written.
+  virtual DeliverResult Deliver(const Event& event) = 0;
+  // The terminal event was delivered: end the response normally.
+  virtual void Complete() = 0;
+  // Ended by the server without a terminal event (no id on the wire).
+  virtual void End(const SubscriberEnd& end) = 0;
+};
+
+struct HubCounters {
+  uint64_t streams_created = 0;
+  uint64_t slow_client_detaches = 0;
+  uint64_t pauses = 0;
+  uint64_t unpauses = 0;
+  uint64_t stall_cancels = 0;
+  uint64_t linger_cancels = 0;
+  uint64_t delete_cancels = 0;
+  uint64_t resumes_ok = 0;
+  uint64_t resumes_window_exceeded = 0;
+  uint64_t resumes_not_found = 0;
+  uint64_t tokens_delivered = 0;      // token events taken by a socket (first time per stream)
+  uint64_t tokens_never_delivered = 0;  // token events of finished streams no one took
+  std::unordered_map<std::string, uint64_t> outcomes;  // finish_reason -> count
+};
+
+class StreamHub {
+ public:
+  StreamHub(net::EventLoop* loop, backend::Backend* backend, const HubOptions& options);
+  ~StreamHub();
+
+  // The notifier producers signal through (wired to EventLoop::Post).
+  Notifier* notifier() { return &notifier_; }
+  const HubOptions& options() const { return options_; }
+
+  // Creates and registers a stream with an unguessable id ("s_" + 128 random
+  // bits in hex, with the optional instance tag: "s_<tag>_<hex>"). Returns
+  // nullptr if max_streams are registered. Nothing runs for it until it is
+  // either attached (Attach) or declared detached (StartDetached), which the
+  // caller does after Backend::Submit accepted it.
+  std::shared_ptr<Stream> Create(Policy policy);
+  // A stream created without a subscriber (POST /v1/streams): the linger
+  // timer and the policies apply from now.
+  void StartDetached(const std::shared_ptr<Stream>& s);
+  // Registered stream (live or retained), or nullptr.
+  std::shared_ptr<Stream> Find(std::string_view id) const;
+  // Forgets a stream that was created but whose Submit was refused.
+  void Abandon(const std::shared_ptr<Stream>& s);
+
+  // Attaches `sub` to read events after `after_seq`. On kWindowExceeded,
+  // *oldest_available names the oldest event still held.
+  Stream::AttachResult Attach(const std::shared_ptr<Stream>& s, Subscription* sub,
+                              uint64_t after_seq, uint64_t* oldest_available);
+  // The transport went away (client closed, connection error). Never calls
+  // back into `sub`.
+  void Detach(Subscription* sub);
+  // The transport has room again (its socket drained).
+  void OnWritable(Subscription* sub);
+
+  // Cancels the generation (idempotent). `on_exit` runs on the I/O thread
+  // once the producer has exited (at once if it already has).
+  void Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit);
+
+  // Shutdown: every live stream's subscribers get `shutting_down` (with
+  // resume_from), every generation is cancelled.
+  void BeginShutdown();
+
+  Policy policy_of(const Stream& s) const;
+  bool paused(const Stream& s) const;
+  size_t live_streams() const;  // registered and not finished
+  size_t registered_streams() const { return entries_.size(); }
+  size_t subscriber_count() const;
+  size_t bytes_held() const;
+  const HubCounters& counters() const { return counters_; }
+  void set_instance_tag(std::string tag) { instance_tag_ = std::move(tag); }
+
+ private:
+  struct Sub {
+    Subscription* transport;
+    uint64_t cursor;  // next seq to offer
+  };
+  struct Entry {
+    std::shared_ptr<Stream> stream;
+    Policy policy;
+    std::vector<Sub> subs;
+    bool paused = false;
+    bool cancel_sent = false;
+    bool exit_handled = false;
+    uint64_t max_token_seq_taken = 0;  // highest seq of a token event any subscriber took
+    uint64_t linger_timer = 0;
+    uint64_t stall_timer = 0;
+    uint64_t retain_timer = 0;
+    std::vector<std::function<void()>> exit_waiters;
+  };
+
+  void Drain(std::vector<std::shared_ptr<Stream>>& dirty);
+  void Service(Entry& e);
+  // Offers events to one subscriber; returns false if it was removed.
+  bool DeliverTo(Entry& e, size_t sub_index);
+  void ApplyPolicy(Entry& e);
+  void RemoveSub(Entry& e, size_t index);
+  void StartLinger(Entry& e);
+  void StopTimer(uint64_t* id);
+  void CancelGeneration(Entry& e);
+  void HandleExit(Entry& e);
+  Entry* EntryFor(const Stream& s);
+  Entry* EntryForSub(Subscription* sub, size_t* index);
+  std::string NewId();
+
+  net::EventLoop* const loop_;
+  backend::Backend* const backend_;
+  const HubOptions options_;
+  // Declared before notifier_, whose post function holds a weak reference to
+  // it: posted drains that outlive the hub do nothing.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Notifier notifier_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<Subscription*, std::string> sub_index_;  // sub -> stream id
+  HubCounters counters_;
+  std::string instance_tag_;
+  bool shutting_down_ = false;
+};
+
+}  // namespace tw::stream

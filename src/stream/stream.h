@@ -1,0 +1,140 @@
+// Stream: one generation's events, sequence-numbered, in a fixed-capacity ring.
+//
+// This is the resume window of DESIGN.md §5/§7. The producer (a backend's
+// thread) appends events; every event gets the next sequence number, starting
+// at 1, with no gaps. The ring keeps the newest `resume_window_events` events;
+// older ones are evicted. Subscribers (SSE or WebSocket deliveries, owned by
+// the I/O thread) each keep their own cursor: the next sequence number they
+// will hand to their socket. Delivery is always "read the ring from my
+// cursor", so an event is delivered live or found in the backlog, never both
+// and never neither; a cursor that falls out of the window is detected (a
+// resume there is refused with 409, never served with a hole).
+//
+// Threads: Append*/Finish may be called from any one producer thread; all other
+// methods are for the I/O thread, except the read-only getters which may be
+// called from anywhere. State below is protected by mu_.
+//
+// Memory: at most `resume_window_events` events (each a small JSON string)
+// plus bookkeeping; bytes_held() reports the payload bytes currently held.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tw::stream {
+
+enum class EventType : uint8_t { kStart, kToken, kDone, kError };
+const char* EventTypeName(EventType t);  // "start", "token", "done", "error"
+
+struct Event {
+  uint64_t seq = 0;
+  EventType type = EventType::kToken;
+  std::string data;  // one JSON object, no newlines
+  bool terminal() const { return type == EventType::kDone || type == EventType::kError; }
+};
+using EventPtr = std::shared_ptr<const Event>;
+
+class Notifier;
+
+struct StreamLimits {
+  size_t resume_window_events = 4096;
+  size_t max_subscribers = 8;
+};
+
+using Clock = std::chrono::steady_clock;
+
+class Stream : public std::enable_shared_from_this<Stream> {
+ public:
+  // Create with std::make_shared (the notifier needs shared_from_this).
+  Stream(std::string id, const StreamLimits& limits, Notifier* notifier);
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  const std::string& id() const { return id_; }
+  Clock::time_point created() const { return created_; }
+
+  // ---- producer side (one producer thread) -------------------------------
+  // Appends a non-terminal event; returns its sequence number, or 0 if the
+  // stream is already finished (the event is dropped).
+  uint64_t Append(EventType type, std::string data);
+  // Appends the terminal event (done or error) and marks the producer as
+  // exited, atomically: whoever sees producer_exited() also finds the
+  // terminal event in the ring. Idempotent: a second call does nothing.
+  void Finish(EventType type, std::string data);
+
+  // ---- I/O thread --------------------------------------------------------
+  enum class AttachResult { kOk, kWindowExceeded, kTooManySubscribers };
+  // Registers a subscriber that will next read event `after_seq + 1`.
+  // Under the same lock as Append: fails with kWindowExceeded (and sets
+  // *oldest_available) if event after_seq + 1 has been evicted.
+  // after_seq may be beyond the head (a client that claims to have seen more
+  // than exists is clamped: it gets the events it has not seen; see api docs).
+  AttachResult Attach(const void* subscriber, uint64_t after_seq, uint64_t* oldest_available);
+  // Removes a subscriber; returns the number left.
+  size_t Detach(const void* subscriber);
+
+  // Copies (shared pointers to) events with seq >= from, at most max_events,
+  // into *out. Returns false if event `from` was already evicted (out empty).
+  bool ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out) const;
+
+  uint64_t head_seq() const;     // last appended sequence number (0 = none)
+  uint64_t oldest_seq() const;   // oldest still in the ring (head+1 if empty)
+  bool finished() const;         // terminal event appended
+  bool producer_exited() const;  // same moment as finished(), see Finish()
+  size_t bytes_held() const;
+  size_t event_count() const;
+  size_t subscriber_count() const;
+  Clock::time_point finished_at() const;
+
+  // Set by the notifier machinery: true while the stream sits in the dirty
+  // list. Exchange-based so each wake-up is queued once.
+  std::atomic<bool> dirty{false};
+
+ private:
+  void MarkDirtyLocked();
+  uint64_t AppendLocked(EventType type, std::string data);
+
+  const std::string id_;
+  const StreamLimits limits_;
+  Notifier* const notifier_;
+  const Clock::time_point created_;
+
+  mutable std::mutex mu_;
+  // State below is protected by mu_.
+  std::vector<EventPtr> ring_;  // grows to resume_window_events, then circular
+  size_t ring_start_ = 0;       // index of the oldest event in ring_
+  uint64_t head_seq_ = 0;
+  size_t bytes_held_ = 0;
+  bool finished_ = false;
+  Clock::time_point finished_at_{};
+  std::vector<const void*> subscribers_;
+};
+
+// Coalesces "this stream has news" from producer threads into one wake-up of
+// the I/O thread. `post` must be thread-safe (EventLoop::Post); `drain` runs
+// on the I/O thread with every stream marked since the last drain.
+class Notifier {
+ public:
+  using Post = std::function<void(std::function<void()>)>;
+  using Drain = std::function<void(std::vector<std::shared_ptr<Stream>>&)>;
+  Notifier(Post post, Drain drain) : post_(std::move(post)), drain_(std::move(drain)) {}
+
+  // Any thread. Queues the stream for the next drain (once).
+  void MarkDirty(std::shared_ptr<Stream> s);
+ private:
+  void RunDrain();
+  Post post_;
+  Drain drain_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Stream>> pending_;  // protected by mu_
+  bool scheduled_ = false;                        // protected by mu_
+};
+
+}  // namespace tw::stream

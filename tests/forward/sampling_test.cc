@@ -1,0 +1,197 @@
+// Sampling: argmax ties, seeded determinism, the top-k and top-p candidate
+// sets, the drawn frequencies against the renormalised softmax, temperature
+// -> 0 equal to greedy, and a seeded stream unchanged by batch company.
+#include "model/sampling.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "forward/random_gpt2.h"
+#include "model/forward.h"
+
+namespace tw::model {
+namespace {
+
+std::vector<float> RandomLogits(int n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-5.0f, 5.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+TEST(RngTest, SeededAndDeterministic) {
+  Rng a(7), b(7), c(8), z(0);
+  bool differs = false;
+  for (int i = 0; i < 100; ++i) {
+    uint64_t x = a.Next();
+    EXPECT_EQ(x, b.Next());
+    if (x != c.Next()) differs = true;
+    EXPECT_NE(z.Next(), 0u);  // seed 0 is fine
+  }
+  EXPECT_TRUE(differs);
+  double sum = 0;
+  for (int i = 0; i < 10000; ++i) {
+    float u = a.Uniform();
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 10000, 0.5, 0.02);
+}
+
+TEST(ArgmaxTest, TiesBreakTowardLowerIdAndNaNIsSkipped) {
+  std::vector<float> v = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f};
+  EXPECT_EQ(Argmax(v.data(), 5), 1);
+  v[0] = NAN;
+  v[4] = 4.0f;
+  EXPECT_EQ(Argmax(v.data(), 5), 4);
+  std::vector<float> nan(3, NAN);
+  EXPECT_EQ(Argmax(nan.data(), 3), 0);
+}
+
+TEST(SamplerTest, TemperatureZeroAndNearZeroEqualGreedy) {
+  const int V = 1000;
+  Sampler s(V);
+  Rng rng(1);
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    std::vector<float> l = RandomLogits(V, seed);
+    const int32_t greedy = Argmax(l.data(), V);
+    EXPECT_EQ(s.Sample(l.data(), SamplingParams{0.0f, 0, 1.0f}, &rng), greedy);
+    EXPECT_EQ(s.Sample(l.data(), SamplingParams{-1.0f, 5, 0.5f}, &rng), greedy);
+    EXPECT_EQ(s.Sample(l.data(), SamplingParams{1e-6f, 0, 1.0f}, &rng), greedy);
+    EXPECT_EQ(s.Sample(l.data(), SamplingParams{1e-6f, 40, 0.9f}, &rng), greedy);
+  }
+  // Greedy does not consume randomness.
+  Rng r1(5), r2(5);
+  std::vector<float> l = RandomLogits(V, 1);
+  s.Sample(l.data(), SamplingParams{0.0f, 0, 1.0f}, &r1);
+  EXPECT_EQ(r1.Next(), r2.Next());
+}
+
+TEST(SamplerTest, SameSeedSameDrawsRegardlessOfOtherRequests) {
+  const int V = 500;
+  std::vector<float> l = RandomLogits(V, 3);
+  const SamplingParams p{1.0f, 0, 1.0f};
+  Sampler sa(V);
+  Rng ra(1234);
+  std::vector<int32_t> alone;
+  for (int i = 0; i < 200; ++i) alone.push_back(sa.Sample(l.data(), p, &ra));
+  Sampler sb(V);
+  Rng ra2(1234), rb(99);
+  std::vector<int32_t> interleaved;
+  for (int i = 0; i < 200; ++i) {
+    interleaved.push_back(sb.Sample(l.data(), p, &ra2));
+    sb.Sample(l.data(), SamplingParams{0.7f, 10, 0.9f}, &rb);  // another request, same sampler
+  }
+  EXPECT_EQ(alone, interleaved);
+  std::set<int32_t> distinct(alone.begin(), alone.end());
+  EXPECT_GT(distinct.size(), 20u);  // temperature 1 over 500 tokens really samples
+}
+
+// Draws n tokens and returns their counts.
+std::map<int32_t, int> Draw(const std::vector<float>& l, const SamplingParams& p, int n, uint64_t seed) {
+  Sampler s(static_cast<int>(l.size()));
+  Rng rng(seed);
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < n; ++i) counts[s.Sample(l.data(), p, &rng)]++;
+  return counts;
+}
+
+TEST(SamplerTest, TopKKeepsExactlyTheKBestWithSoftmaxFrequencies) {
+  // Logits chosen so the 3 best are ids 7, 2, 9 (2 and 9 tie: both kept).
+  std::vector<float> l(20, -1.0f);
+  l[7] = 2.0f;
+  l[2] = 1.5f;
+  l[9] = 1.5f;
+  l[4] = 1.4f;
+  const int n = 20000;
+  std::map<int32_t, int> c = Draw(l, SamplingParams{1.0f, 3, 1.0f}, n, 11);
+  EXPECT_EQ(c.size(), 3u);
+  const double z = std::exp(2.0) + 2 * std::exp(1.5);
+  EXPECT_NEAR(c[7] / double(n), std::exp(2.0) / z, 0.015);
+  EXPECT_NEAR(c[2] / double(n), std::exp(1.5) / z, 0.015);
+  EXPECT_NEAR(c[9] / double(n), std::exp(1.5) / z, 0.015);
+  // k = 2 with a tie at the boundary: the lower id (2) wins the last place.
+  c = Draw(l, SamplingParams{1.0f, 2, 1.0f}, 2000, 12);
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_GT(c[7], 0);
+  EXPECT_GT(c[2], 0);
+  // Temperature sharpens: at T = 0.25 the best token dominates more.
+  c = Draw(l, SamplingParams{0.25f, 3, 1.0f}, n, 13);
+  const double zt = std::exp(8.0) + 2 * std::exp(6.0);
+  EXPECT_NEAR(c[7] / double(n), std::exp(8.0) / zt, 0.015);
+}
+
+TEST(SamplerTest, TopPKeepsTheSmallestPrefixReachingP) {
+  // Probabilities 0.5, 0.3, 0.1, 0.05, 0.05 (ids 3, 0, 4, 1, 2).
+  std::vector<float> l = {std::log(0.3f), std::log(0.05f), std::log(0.05f), std::log(0.5f), std::log(0.1f)};
+  const int n = 20000;
+  std::map<int32_t, int> c = Draw(l, SamplingParams{1.0f, 0, 0.75f}, n, 21);
+  EXPECT_EQ(c.size(), 2u);  // 0.5 < 0.75 <= 0.8
+  EXPECT_NEAR(c[3] / double(n), 0.5 / 0.8, 0.015);
+  EXPECT_NEAR(c[0] / double(n), 0.3 / 0.8, 0.015);
+  c = Draw(l, SamplingParams{1.0f, 0, 0.85f}, n, 22);
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_NEAR(c[4] / double(n), 0.1 / 0.9, 0.015);
+  c = Draw(l, SamplingParams{1.0f, 0, 0.4f}, 500, 23);
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(c.begin()->first, 3);
+  // top-k first, then top-p over what top-k kept (renormalised): k=2 keeps
+  // {3, 0} = 0.625 / 0.375, so p = 0.6 keeps only id 3.
+  c = Draw(l, SamplingParams{1.0f, 2, 0.6f}, 500, 24);
+  EXPECT_EQ(c.size(), 1u);
+  // Many tokens (the partial sort has to grow past its first 64): uniform
+  // logits, p = 0.5 keeps exactly half of 1000 tokens, the lower ids.
+  std::vector<float> flat(1000, 0.25f);
+  c = Draw(flat, SamplingParams{1.0f, 0, 0.5f}, 5000, 25);
+  EXPECT_GT(c.size(), 450u);
+  EXPECT_LT(c.rbegin()->first, 500);
+}
+
+TEST(SamplerTest, SeededStreamThroughTheModelIgnoresBatchCompany) {
+  // Sampling from a real forward pass: sequence A sampled alone and while
+  // batched with B gives the same tokens (logits are bitwise equal).
+  testing::RandomGpt2Model model(testing::SmallConfig(), 9);
+  const int V = model.config().vocab_size;
+  auto generate = [&](bool with_company) {
+    std::unique_ptr<KvPool> kv;
+    EXPECT_TRUE(KvPool::Create(model.config(), KvCacheConfig{64, 4}, &kv).ok());
+    std::unique_ptr<Gpt2Forward> fwd;
+    EXPECT_TRUE(Gpt2Forward::Create(model, kv.get(), nullptr, ForwardLimits{2, 16}, &fwd).ok());
+    BlockAllocator alloc(64);
+    SeqState a, b;
+    EXPECT_TRUE(alloc.Alloc(10, &a.block_table));
+    EXPECT_TRUE(alloc.Alloc(10, &b.block_table));
+    std::vector<int32_t> pa = {1, 2, 3}, pb = {9, 8, 7, 6, 5, 4, 3};
+    std::vector<float> logits(2 * static_cast<size_t>(V));
+    EXPECT_TRUE(fwd->Prefill(&a, pa.data(), 3, logits.data()).ok());
+    if (with_company) {
+      EXPECT_TRUE(fwd->Prefill(&b, pb.data(), 7, logits.data() + V).ok());
+    }
+    Sampler sa(V), sb(V);
+    Rng ra(77), rb(78);
+    const SamplingParams p{0.9f, 50, 0.95f};
+    std::vector<int32_t> out;
+    for (int step = 0; step < 20; ++step) {
+      int32_t next[2] = {sa.Sample(logits.data(), p, &ra), 0};
+      out.push_back(next[0]);
+      SeqState* seqs[2] = {&a, &b};
+      if (with_company) next[1] = sb.Sample(logits.data() + V, p, &rb);
+      EXPECT_TRUE(fwd->DecodeBatch(seqs, next, with_company ? 2 : 1, logits.data()).ok());
+    }
+    return out;
+  };
+  std::vector<int32_t> alone = generate(false);
+  EXPECT_EQ(alone, generate(true));
+  EXPECT_GT(std::set<int32_t>(alone.begin(), alone.end()).size(), 5u);
+}
+
+}  // namespace
+}  // namespace tw::model

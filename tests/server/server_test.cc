@@ -1,0 +1,529 @@
+// Loopback tests of http::Server: real sockets on 127.0.0.1, the server on a
+// background loop thread, raw-socket clients in the test thread.
+#include "http/server.h"
+
+#include <errno.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_client.h"
+
+namespace tw::testing {
+namespace {
+
+using http::Request;
+using http::Responder;
+using http::StreamWriter;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Every fixture gets an echo route and an error route.
+void AddBasicRoutes(http::Router& r) {
+  r.Add("GET", "/hello", [](const Request&, Responder resp) {
+    resp.Send(200, "text/plain", "hello");
+  });
+  r.Add("GET", "/v1/streams/{id}/events", [](const Request& req, Responder resp) {
+    resp.Send(200, "text/plain", "events of " + std::string(resp.Param("id")) + " q=" + req.query);
+  });
+  r.Add("DELETE", "/v1/streams/{id}/events", [](const Request&, Responder resp) {
+    resp.Send(204, "text/plain", "");
+  });
+  r.Add("POST", "/echo", [](const Request& req, Responder resp) {
+    resp.Send(200, "application/octet-stream", req.body);
+  });
+}
+
+TEST(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(c.SendAll(Get("/v1/streams/s_" + std::to_string(i) + "/events?after=3")));
+    ClientResponse r;
+    ASSERT_TRUE(c.ReadResponse(&r));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "events of s_" + std::to_string(i) + " q=after=3");
+    EXPECT_EQ(r.Header("Content-Type"), "text/plain");
+    EXPECT_EQ(r.Header("Connection"), "");
+  }
+  EXPECT_EQ(f.server().connection_count(), 1u);
+  std::string metrics = f.metrics().RenderPrometheus();
+  EXPECT_NE(metrics.find("tokenwire_http_requests_total{code=\"200\"} 5\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tokenwire_http_connections 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("tokenwire_http_connections_accepted_total 1\n"), std::string::npos);
+}
+
+TEST(ServerTest, NotFoundAndMethodNotAllowedUseTheEnvelope) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/nope")));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  EXPECT_EQ(r.body.rfind("{\"error\":{\"type\":\"not_found\",\"message\":", 0), 0u) << r.body;
+  EXPECT_NE(r.body.find("\"retryable\":false}}"), std::string::npos) << r.body;
+
+  ASSERT_TRUE(c.SendAll("PUT /v1/streams/x/events HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.Header("Allow"), "GET, DELETE");
+  EXPECT_NE(r.body.find("\"type\":\"method_not_allowed\""), std::string::npos) << r.body;
+  // HEAD is not special-cased: 405 where GET exists.
+  ASSERT_TRUE(c.SendAll("HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.Header("Allow"), "GET");
+  // Still usable afterwards.
+  ASSERT_TRUE(c.SendAll(Get("/hello")));
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST(ServerTest, PipelinedRequestsAreAnsweredInOrderIncludingAnAsyncOne) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  net::EventLoop* loop = &f.loop();
+  std::atomic<int> handled{0};
+  f.router().Add("GET", "/later", [loop, &handled](const Request&, Responder resp) {
+    ++handled;
+    loop->AddTimer(50, [resp]() mutable { resp.Send(200, "text/plain", "later"); });
+  });
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/hello") + Get("/later") + Get("/v1/streams/z/events")));
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 3; ++i) {
+    ClientResponse r;
+    ASSERT_TRUE(c.ReadResponse(&r)) << i;
+    EXPECT_EQ(r.status, 200);
+    bodies.push_back(r.body);
+  }
+  EXPECT_EQ(bodies, (std::vector<std::string>{"hello", "later", "events of z q="}));
+  EXPECT_EQ(handled.load(), 1);
+}
+
+TEST(ServerTest, SlowlorisGets408WithinTheHeaderTimeout) {
+  http::ServerOptions o;
+  o.header_timeout_ms = 600;
+  ServerFixture f(o);
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  const std::string req = Get("/hello", "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+  int64_t start = NowMs();
+  size_t sent = 0;
+  ClientResponse r;
+  bool got = false;
+  // One byte every 200 ms; the poll inside ReadResponse is the pacing.
+  while (sent < req.size() && NowMs() - start < 5000) {
+    if (!c.SendAll(req.substr(sent, 1))) break;
+    ++sent;
+    if (c.ReadResponse(&r, 200)) {
+      got = true;
+      break;
+    }
+  }
+  if (!got) got = c.ReadResponse(&r, 2000);
+  int64_t elapsed = NowMs() - start;
+  ASSERT_TRUE(got);
+  EXPECT_LT(sent, req.size());  // the server did not wait for the whole head
+  EXPECT_EQ(r.status, 408);
+  EXPECT_EQ(r.Header("Connection"), "close");
+  EXPECT_NE(r.body.find("\"type\":\"request_timeout\""), std::string::npos) << r.body;
+  EXPECT_GE(elapsed, 500);
+  EXPECT_LE(elapsed, 600 + 450);  // deadline + one pacing step + scheduling slack
+  EXPECT_TRUE(c.WaitClosed());
+  c.Close();  // the server lingers (reading) until our FIN
+  EXPECT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 0; }));
+}
+
+TEST(ServerTest, IdleKeepAliveConnectionIsClosedSilently) {
+  http::ServerOptions o;
+  o.keep_alive_idle_ms = 200;
+  ServerFixture f(o);
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/hello")));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  int64_t start = NowMs();
+  EXPECT_TRUE(c.WaitClosed(3000));
+  EXPECT_GE(NowMs() - start, 150);
+  EXPECT_TRUE(c.buffer().empty());  // no 408 for an idle connection
+}
+
+TEST(ServerTest, HeaderAndBodyBoundsGive431And413ThenClose) {
+  http::ServerOptions o;
+  o.max_header_bytes = 1024;
+  o.max_body_bytes = 1000;
+  ServerFixture f(o);
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  {
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll(Get("/hello", "X-Big: " + std::string(2000, 'a') + "\r\n")));
+    ClientResponse r;
+    ASSERT_TRUE(c.ReadResponse(&r));
+    EXPECT_EQ(r.status, 431);
+    EXPECT_EQ(r.Header("Connection"), "close");
+    EXPECT_NE(r.body.find("\"type\":\"headers_too_large\""), std::string::npos) << r.body;
+    EXPECT_TRUE(c.WaitClosed());
+  }
+  {
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n"));
+    ClientResponse r;
+    ASSERT_TRUE(c.ReadResponse(&r));
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(r.Header("Connection"), "close");
+    EXPECT_NE(r.body.find("\"type\":\"payload_too_large\""), std::string::npos) << r.body;
+    EXPECT_TRUE(c.WaitClosed());
+  }
+  {  // at the bound exactly: accepted
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" +
+                          std::string(1000, 'b')));
+    ClientResponse r;
+    ASSERT_TRUE(c.ReadResponse(&r));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, std::string(1000, 'b'));
+  }
+  {  // a malformed request line: 400 envelope and close
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll("GET /hello HTTP/1.1 junk\r\nHost: t\r\n\r\n"));
+    ClientResponse r;
+    ASSERT_TRUE(c.ReadResponse(&r));
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.Header("Connection"), "close");
+    EXPECT_NE(r.body.find("\"type\":\"invalid_request\""), std::string::npos) << r.body;
+    EXPECT_TRUE(c.WaitClosed());
+  }
+}
+
+TEST(ServerTest, ConnectionBeyondMaxConnectionsGets503AndClose) {
+  http::ServerOptions o;
+  o.max_connections = 2;
+  ServerFixture f(o);
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient a, b, c;
+  ASSERT_TRUE(a.Connect(f.port()));
+  ASSERT_TRUE(b.Connect(f.port()));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 2; }));
+  ASSERT_TRUE(c.Connect(f.port()));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.Header("Connection"), "close");
+  EXPECT_EQ(r.Header("Retry-After"), "1");
+  EXPECT_NE(r.body.find("\"type\":\"overloaded\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"retryable\":true"), std::string::npos) << r.body;
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_EQ(f.server().connection_count(), 2u);
+  // The admitted ones still work; once one leaves, a new one is admitted.
+  ASSERT_TRUE(a.SendAll(Get("/hello")));
+  ASSERT_TRUE(a.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+  b.Close();
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 1; }));
+  RawClient d;
+  ASSERT_TRUE(d.Connect(f.port()));
+  ASSERT_TRUE(d.SendAll(Get("/hello")));
+  ASSERT_TRUE(d.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(f.metrics().RenderPrometheus().find("tokenwire_http_connections_rejected_total 1\n"),
+            std::string::npos);
+}
+
+TEST(ServerTest, ClientResetMidRequestLeavesTheServerHealthy) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  for (int i = 0; i < 3; ++i) {
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"));
+    ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 1; }));
+    c.Reset();
+    ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 0; }));
+  }
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/hello")));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST(ServerTest, ExpectContinueGets100ThenTheResponse) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 100);
+  ASSERT_TRUE(c.SendAll("12345"));
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "12345");
+}
+
+TEST(ServerTest, ConnectionCloseRequestClosesAfterTheResponse) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  // The second pipelined request must not be answered.
+  ASSERT_TRUE(c.SendAll(Get("/hello", "Connection: close\r\n") + Get("/hello")));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Connection"), "close");
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_TRUE(c.buffer().empty());
+}
+
+// Shared state of one streaming handler, touched only on the loop thread
+// except the atomics.
+struct StreamState {
+  std::shared_ptr<StreamWriter> writer;
+  std::atomic<bool> started{false};
+  std::atomic<int> writable_calls{0};
+  std::atomic<int> close_calls{0};
+};
+
+void AddStreamRoute(http::Router& r, StreamState* st) {
+  r.Add("GET", "/stream", [st](const Request&, Responder resp) {
+    st->writer = resp.StartStream(200, "text/event-stream", {{"X-Stream-Id", "s_1"}});
+    st->writer->OnWritable([st] { ++st->writable_calls; });
+    st->writer->OnClose([st] { ++st->close_calls; });
+    st->started = true;
+  });
+}
+
+TEST(ServerTest, SlowReaderSeesQueuedThenRefusedThenWritable) {
+  http::ServerOptions o;
+  o.max_output_bytes = 256 << 10;
+  o.write_low_watermark_bytes = 64 << 10;
+  ServerFixture f(o);
+  StreamState st;
+  AddStreamRoute(f.router(), &st);
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port(), /*rcvbuf=*/4096));
+  ASSERT_TRUE(c.SendAll(Get("/stream")));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
+
+  // Write 16 KiB chunks (byte value = chunk number) until one is refused.
+  std::vector<StreamWriter::WriteResult> results;
+  std::string expected;
+  size_t buffered_at_refusal = 0;
+  f.RunOnLoop([&] {
+    for (int i = 0; i < 100000; ++i) {
+      std::string chunk(16 << 10, static_cast<char>('a' + i % 26));
+      auto res = st.writer->Write(chunk);
+      results.push_back(res);
+      if (res == StreamWriter::WriteResult::kRefused) {
+        buffered_at_refusal = st.writer->buffered_bytes();
+        break;
+      }
+      expected += chunk;
+    }
+  });
+  ASSERT_FALSE(results.empty());
+  EXPECT_EQ(results.back(), StreamWriter::WriteResult::kRefused);
+  size_t first_queued = 0;
+  while (first_queued < results.size() && results[first_queued] == StreamWriter::WriteResult::kTaken)
+    ++first_queued;
+  ASSERT_LT(first_queued, results.size() - 1) << "no kQueued before kRefused";
+  EXPECT_EQ(results[first_queued], StreamWriter::WriteResult::kQueued);
+  for (size_t i = first_queued; i + 1 < results.size(); ++i) {
+    EXPECT_EQ(results[i], StreamWriter::WriteResult::kQueued) << i;
+  }
+  EXPECT_LE(buffered_at_refusal, o.max_output_bytes);
+  EXPECT_GT(buffered_at_refusal + (16 << 10) + 10, o.max_output_bytes);
+  EXPECT_EQ(st.writable_calls.load(), 0);
+
+  // The client reads: the buffer drains and OnWritable fires.
+  ASSERT_TRUE(ServerFixture::WaitFor([&] {
+    for (int i = 0; i < 64 && c.ReadSome(10) > 0; ++i) {
+    }
+    return st.writable_calls.load() > 0;
+  }, 10000));
+  f.RunOnLoop([&] {
+    EXPECT_LE(st.writer->buffered_bytes(), o.write_low_watermark_bytes);
+    st.writer->Finish();
+  });
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r, 10000));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.chunked);
+  EXPECT_EQ(r.Header("X-Stream-Id"), "s_1");
+  EXPECT_EQ(r.body.size(), expected.size());
+  EXPECT_TRUE(r.body == expected);  // nothing of the refused chunk, nothing lost
+  EXPECT_EQ(st.close_calls.load(), 0);  // finished, not closed
+  // Back to keep-alive after Finish: the same connection serves another stream.
+  st.started = false;
+  ASSERT_TRUE(c.SendAll(Get("/stream")));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
+  f.RunOnLoop([&] {
+    EXPECT_EQ(st.writer->Write("tail"), StreamWriter::WriteResult::kTaken);
+    st.writer->Finish();
+  });
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.chunks, (std::vector<std::string>{"tail"}));
+}
+
+TEST(ServerTest, OnCloseFiresWhenTheStreamingClientLeaves) {
+  ServerFixture f;
+  StreamState st;
+  AddStreamRoute(f.router(), &st);
+  ASSERT_TRUE(f.Start());
+  {
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll(Get("/stream")));
+    ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
+    f.RunOnLoop([&] { EXPECT_EQ(st.writer->Write("data: 1\n\n"), StreamWriter::WriteResult::kTaken); });
+    ClientResponse r;
+    // Head and first chunk arrive (the response is not complete yet).
+    ASSERT_TRUE(ServerFixture::WaitFor([&] {
+      c.ReadSome(10);
+      return c.buffer().find("data: 1") != std::string::npos;
+    }));
+    c.Close();  // plain FIN
+  }
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.close_calls.load() == 1; }));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 0; }));
+  f.RunOnLoop([&] {
+    EXPECT_EQ(st.writer->Write("x"), StreamWriter::WriteResult::kClosed);
+    st.writer->Finish();  // no-op
+    st.writer.reset();
+  });
+  EXPECT_EQ(st.close_calls.load(), 1);
+}
+
+TEST(ServerTest, AbortClosesTheConnectionAndCallsOnClose) {
+  ServerFixture f;
+  StreamState st;
+  AddStreamRoute(f.router(), &st);
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/stream")));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
+  f.RunOnLoop([&] {
+    st.writer->Abort();
+    EXPECT_EQ(st.close_calls.load(), 1);
+    EXPECT_TRUE(st.writer->done());
+  });
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 0; }));
+}
+
+TEST(ServerTest, ShutdownLetsInFlightResponsesFinishAndRefusesNewConnections) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  std::vector<Responder> pending;  // loop thread only
+  std::atomic<int> started{0};
+  f.router().Add("GET", "/pending", [&](const Request&, Responder resp) {
+    pending.push_back(resp);
+    ++started;
+  });
+  ASSERT_TRUE(f.Start());
+  RawClient busy, idle;
+  ASSERT_TRUE(busy.Connect(f.port()));
+  ASSERT_TRUE(idle.Connect(f.port()));
+  ASSERT_TRUE(idle.SendAll(Get("/hello")));
+  ClientResponse r;
+  ASSERT_TRUE(idle.ReadResponse(&r));
+  ASSERT_TRUE(busy.SendAll(Get("/pending")));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return started.load() == 1; }));
+
+  std::atomic<bool> on_idle{false};
+  f.RunOnLoop([&] { f.server().BeginShutdown([&] { on_idle = true; }); });
+  EXPECT_TRUE(idle.WaitClosed());  // idle keep-alive connection closed
+  idle.Close();
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 1; }));
+  RawClient late;
+  EXPECT_FALSE(late.Connect(f.port()));
+  EXPECT_EQ(errno, ECONNREFUSED);
+  EXPECT_FALSE(on_idle.load());
+  EXPECT_EQ(f.server().connection_count(), 1u);
+
+  f.RunOnLoop([&] {
+    EXPECT_FALSE(pending[0].closed());
+    pending[0].Send(200, "text/plain", "finished");
+  });
+  ASSERT_TRUE(busy.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "finished");
+  EXPECT_EQ(r.Header("Connection"), "close");
+  EXPECT_TRUE(busy.WaitClosed());
+  busy.Close();
+  EXPECT_TRUE(ServerFixture::WaitFor([&] { return on_idle.load(); }));
+  EXPECT_EQ(f.server().connection_count(), 0u);
+  f.RunOnLoop([&] {
+    EXPECT_TRUE(pending[0].closed());
+    pending.clear();
+  });
+}
+
+TEST(ServerTest, ResponderOfAClosedConnectionIsANoOp) {
+  ServerFixture f;
+  std::vector<Responder> pending;
+  std::atomic<int> started{0};
+  f.router().Add("GET", "/pending", [&](const Request&, Responder resp) {
+    pending.push_back(resp);
+    ++started;
+  });
+  ASSERT_TRUE(f.Start());
+  {
+    RawClient c;
+    ASSERT_TRUE(c.Connect(f.port()));
+    ASSERT_TRUE(c.SendAll(Get("/pending")));
+    ASSERT_TRUE(ServerFixture::WaitFor([&] { return started.load() == 1; }));
+    c.Reset();
+  }
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 0; }));
+  f.RunOnLoop([&] {
+    EXPECT_TRUE(pending[0].closed());
+    pending[0].Send(200, "text/plain", "nobody");  // no crash, nothing happens
+    auto w = pending[0].StartStream(200, "text/plain");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->Write("x"), StreamWriter::WriteResult::kClosed);
+    pending.clear();
+  });
+}
+
+}  // namespace
+}  // namespace tw::testing

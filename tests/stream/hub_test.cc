@@ -1,0 +1,417 @@
+// StreamHub: attach/replay/live handover, policies, linger, cancel, shutdown.
+// Real EventLoop on a thread; a fake backend (the test is the producer) and
+// fake subscriptions whose "socket room" the test controls.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "backend/events.h"
+#include "stream/hub.h"
+#include "stream/loop_fixture.h"
+
+namespace tw::stream {
+namespace {
+
+using tw::testing::LoopThread;
+using tw::testing::WaitFor;
+
+class FakeBackend : public backend::Backend {
+ public:
+  const char* kind() const override { return "fake"; }
+  std::string model_name() const override { return "fake"; }
+  int context_length() const override { return 1024; }
+  bool Submit(std::shared_ptr<Stream> s, backend::GenerationRequest, backend::SubmitRefusal*) override {
+    std::lock_guard<std::mutex> lock(mu);
+    streams[s->id()] = s;
+    return true;
+  }
+  void Cancel(const std::string& id) override {
+    std::shared_ptr<Stream> s;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      cancels[id]++;
+      s = streams[id];
+    }
+    if (s) s->Finish(EventType::kDone, backend::DoneEventData("cancelled", 1, 0));
+  }
+  void SetPaused(const std::string& id, bool p) override {
+    std::lock_guard<std::mutex> lock(mu);
+    paused[id] = p;
+    pause_calls++;
+  }
+  void Shutdown() override {}
+  void WriteStats(json::Writer*) const override {}
+
+  bool IsPaused(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    return paused[id];
+  }
+  int Cancels(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    return cancels[id];
+  }
+
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<Stream>> streams;
+  std::map<std::string, int> cancels;
+  std::map<std::string, bool> paused;
+  int pause_calls = 0;
+};
+
+// A transport whose socket takes `room` more events (unbounded if < 0).
+class FakeSub : public Subscription {
+ public:
+  DeliverResult Deliver(const Event& ev) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (gone) return DeliverResult::kGone;
+    if (room == 0) return DeliverResult::kNoRoom;
+    if (room > 0) room--;
+    seqs.push_back(ev.seq);
+    return DeliverResult::kTaken;
+  }
+  void Complete() override {
+    std::lock_guard<std::mutex> lock(mu);
+    completed = true;
+  }
+  void End(const SubscriberEnd& e) override {
+    std::lock_guard<std::mutex> lock(mu);
+    ended = true;
+    end = e;
+  }
+  std::vector<uint64_t> Seqs() {
+    std::lock_guard<std::mutex> lock(mu);
+    return seqs;
+  }
+  bool Completed() {
+    std::lock_guard<std::mutex> lock(mu);
+    return completed;
+  }
+  bool Ended() {
+    std::lock_guard<std::mutex> lock(mu);
+    return ended;
+  }
+
+  std::mutex mu;
+  int room = -1;
+  bool gone = false;
+  bool completed = false;
+  bool ended = false;
+  SubscriberEnd end;
+  std::vector<uint64_t> seqs;
+};
+
+struct HubFixture {
+  explicit HubFixture(HubOptions o = HubOptions()) : options(o) {
+    hub = lt.Call([&] { return std::make_unique<StreamHub>(lt.loop(), &backend, options); });
+  }
+  ~HubFixture() {
+    lt.Call([&] {
+      hub.reset();
+      return 0;
+    });
+    lt.Stop();
+  }
+  std::shared_ptr<Stream> Start(Policy p, FakeSub* sub, uint64_t after = 0) {
+    return lt.Call([&] {
+      auto s = hub->Create(p);
+      s->Append(EventType::kStart, "{}");
+      backend.Submit(s, {}, nullptr);
+      if (sub) {
+        uint64_t oldest;
+        EXPECT_EQ(hub->Attach(s, sub, after, &oldest), Stream::AttachResult::kOk);
+      } else {
+        hub->StartDetached(s);
+      }
+      return s;
+    });
+  }
+  HubOptions options;
+  LoopThread lt;
+  FakeBackend backend;
+  std::unique_ptr<StreamHub> hub;
+};
+
+bool Contiguous(const std::vector<uint64_t>& v, uint64_t first, uint64_t last) {
+  if (v.size() != last - first + 1) return false;
+  for (size_t i = 0; i < v.size(); i++) {
+    if (v[i] != first + i) return false;
+  }
+  return true;
+}
+
+TEST(Hub, LiveDeliveryCompletesOnTerminalEvent) {
+  HubFixture f;
+  FakeSub sub;
+  auto s = f.Start(Policy::kDropSlow, &sub);
+  for (int i = 0; i < 20; i++) s->Append(EventType::kToken, "{}");
+  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 20));
+  ASSERT_TRUE(WaitFor([&] { return sub.Completed(); }));
+  EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 22));
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->subscriber_count(); }), 0u);
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().tokens_delivered; }), 20u);
+}
+
+// The handover: a subscriber attaching while the producer appends gets every
+// event after its cursor exactly once, whichever side wins each race.
+TEST(Hub, ReplayThenLiveHandoverUnderRacingAppends) {
+  for (int round = 0; round < 30; round++) {
+    HubFixture f;
+    auto s = f.Start(Policy::kDropSlow, nullptr);
+    std::mt19937 rng(round);
+    const int total = 400;
+    std::thread producer([&] {
+      for (int i = 0; i < total; i++) {
+        s->Append(EventType::kToken, "{}");
+        if (i % 50 == 0) std::this_thread::yield();
+      }
+      s->Finish(EventType::kDone, backend::DoneEventData("length", 1, total));
+    });
+    // Several subscribers attach at racing moments with different cursors.
+    std::vector<std::unique_ptr<FakeSub>> subs;
+    std::vector<uint64_t> afters;
+    for (int k = 0; k < 4; k++) {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+      subs.push_back(std::make_unique<FakeSub>());
+      FakeSub* sub = subs.back().get();
+      uint64_t after = f.lt.Call([&] { return s->head_seq() / 2; });
+      afters.push_back(after);
+      f.lt.Call([&] {
+        uint64_t oldest;
+        return f.hub->Attach(s, sub, after, &oldest);
+      });
+    }
+    producer.join();
+    for (size_t k = 0; k < subs.size(); k++) {
+      ASSERT_TRUE(WaitFor([&] { return subs[k]->Completed(); })) << "round " << round;
+      EXPECT_TRUE(Contiguous(subs[k]->Seqs(), afters[k] + 1, total + 2))
+          << "round " << round << " sub " << k << " after " << afters[k] << " got "
+          << subs[k]->Seqs().size();
+    }
+  }
+}
+
+TEST(Hub, ResumeBeyondWindowIsRefusedWithOldestAvailable) {
+  HubOptions o;
+  o.stream_limits.resume_window_events = 8;
+  HubFixture f(o);
+  auto s = f.Start(Policy::kDropSlow, nullptr);
+  for (int i = 0; i < 20; i++) s->Append(EventType::kToken, "{}");
+  FakeSub sub;
+  uint64_t oldest = 0;
+  auto r = f.lt.Call([&] { return f.hub->Attach(s, &sub, 3, &oldest); });
+  EXPECT_EQ(r, Stream::AttachResult::kWindowExceeded);
+  EXPECT_EQ(oldest, 14u);
+  EXPECT_TRUE(sub.Seqs().empty());
+  r = f.lt.Call([&] { return f.hub->Attach(s, &sub, 13, &oldest); });
+  EXPECT_EQ(r, Stream::AttachResult::kOk);
+  ASSERT_TRUE(WaitFor([&] { return sub.Seqs().size() == 8; }));
+  EXPECT_TRUE(Contiguous(sub.Seqs(), 14, 21));
+}
+
+TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
+  HubOptions o;
+  o.subscriber_lag_events = 10;
+  HubFixture f(o);
+  FakeSub sub;
+  sub.room = 5;  // takes start + 4 tokens, then its socket is full
+  auto s = f.Start(Policy::kDropSlow, &sub);
+  for (int i = 0; i < 30; i++) s->Append(EventType::kToken, "{}");
+  ASSERT_TRUE(WaitFor([&] { return sub.Ended(); }));
+  EXPECT_EQ(sub.end.type, "slow_client");
+  EXPECT_EQ(sub.end.resume_from, 5u);
+  EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 5));
+  EXPECT_EQ(f.backend.Cancels(s->id()), 0);
+  EXPECT_FALSE(f.backend.IsPaused(s->id()));
+  // The client resumes from resume_from and gets the rest with no hole.
+  FakeSub again;
+  f.lt.Call([&] {
+    uint64_t oldest;
+    return f.hub->Attach(s, &again, 5, &oldest);
+  });
+  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 30));
+  ASSERT_TRUE(WaitFor([&] { return again.Completed(); }));
+  EXPECT_TRUE(Contiguous(again.Seqs(), 6, 32));
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().slow_client_detaches; }), 1u);
+}
+
+TEST(Hub, PauseProducerPausesOverTheLagAndResumesWhenCaughtUp) {
+  HubOptions o;
+  o.subscriber_lag_events = 10;
+  HubFixture f(o);
+  FakeSub sub;
+  sub.room = 3;
+  auto s = f.Start(Policy::kPauseProducer, &sub);
+  for (int i = 0; i < 15; i++) s->Append(EventType::kToken, "{}");
+  ASSERT_TRUE(WaitFor([&] { return f.backend.IsPaused(s->id()); }));
+  EXPECT_FALSE(sub.Ended());
+  // The reader catches up: unbounded room, then the transport says so.
+  {
+    std::lock_guard<std::mutex> lock(sub.mu);
+    sub.room = -1;
+  }
+  f.lt.Call([&] {
+    f.hub->OnWritable(&sub);
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return !f.backend.IsPaused(s->id()); }));
+  EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 16));
+}
+
+TEST(Hub, PauseProducerPausesWhileNobodyIsAttached) {
+  HubFixture f;
+  auto s = f.Start(Policy::kPauseProducer, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return f.backend.IsPaused(s->id()); }));
+  FakeSub sub;
+  f.lt.Call([&] {
+    uint64_t oldest;
+    return f.hub->Attach(s, &sub, 0, &oldest);
+  });
+  ASSERT_TRUE(WaitFor([&] { return !f.backend.IsPaused(s->id()); }));
+}
+
+TEST(Hub, PauseThenCancelCancelsAfterTheStallTimeout) {
+  HubOptions o;
+  o.subscriber_lag_events = 4;
+  o.stall_timeout_ms = 30;
+  HubFixture f(o);
+  FakeSub sub;
+  sub.room = 2;
+  auto s = f.Start(Policy::kPauseThenCancel, &sub);
+  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  ASSERT_TRUE(WaitFor([&] { return f.backend.Cancels(s->id()) == 1; }));
+  EXPECT_TRUE(s->producer_exited());
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().stall_cancels; }), 1u);
+}
+
+TEST(Hub, LingerCancelsAnAbandonedStreamAndAttachRescuesIt) {
+  HubOptions o;
+  o.linger_ms = 40;
+  HubFixture f(o);
+  // Rescue: detach, re-attach within the linger time.
+  FakeSub a;
+  auto s = f.Start(Policy::kDropSlow, &a);
+  f.lt.Call([&] {
+    f.hub->Detach(&a);
+    return 0;
+  });
+  FakeSub b;
+  f.lt.Call([&] {
+    uint64_t oldest;
+    return f.hub->Attach(s, &b, 1, &oldest);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  EXPECT_EQ(f.backend.Cancels(s->id()), 0);
+  // Abandon: detach and stay away.
+  f.lt.Call([&] {
+    f.hub->Detach(&b);
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return f.backend.Cancels(s->id()) == 1; }));
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().linger_cancels; }), 1u);
+}
+
+TEST(Hub, LingerZeroCancelsAtOnce) {
+  HubOptions o;
+  o.linger_ms = 0;
+  HubFixture f(o);
+  FakeSub a;
+  auto s = f.Start(Policy::kDropSlow, &a);
+  f.lt.Call([&] {
+    f.hub->Detach(&a);
+    return 0;
+  });
+  EXPECT_EQ(f.backend.Cancels(s->id()), 1);
+}
+
+TEST(Hub, CancelRunsWaitersOnlyAfterProducerExitAndIsIdempotent) {
+  HubFixture f;
+  auto s = f.Start(Policy::kDropSlow, nullptr);
+  std::atomic<int> called{0};
+  std::atomic<bool> exited_when_called{false};
+  f.lt.Call([&] {
+    f.hub->Cancel(s, [&] {
+      exited_when_called = s->producer_exited();
+      called++;
+    });
+    f.hub->Cancel(s, [&] { called++; });
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return called == 2; }));
+  EXPECT_TRUE(exited_when_called.load());
+  EXPECT_EQ(f.backend.Cancels(s->id()), 1);
+  // After exit: answered at once.
+  f.lt.Call([&] {
+    f.hub->Cancel(s, [&] { called++; });
+    return 0;
+  });
+  EXPECT_EQ(called.load(), 3);
+}
+
+TEST(Hub, RetainExpiryForgetsTheStream) {
+  HubOptions o;
+  o.retain_ms = 30;
+  HubFixture f(o);
+  FakeSub a;
+  auto s = f.Start(Policy::kDropSlow, &a);
+  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 0));
+  ASSERT_TRUE(WaitFor([&] { return a.Completed(); }));
+  EXPECT_NE(f.lt.Call([&] { return f.hub->Find(s->id()); }), nullptr);
+  ASSERT_TRUE(WaitFor([&] { return f.lt.Call([&] { return f.hub->Find(s->id()); }) == nullptr; }));
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->bytes_held(); }), 0u);
+}
+
+TEST(Hub, ShutdownEndsSubscribersWithResumeFromAndCancels) {
+  HubFixture f;
+  FakeSub a;
+  auto s = f.Start(Policy::kDropSlow, &a);
+  for (int i = 0; i < 3; i++) s->Append(EventType::kToken, "{}");
+  ASSERT_TRUE(WaitFor([&] { return a.Seqs().size() == 4; }));
+  f.lt.Call([&] {
+    f.hub->BeginShutdown();
+    return 0;
+  });
+  EXPECT_TRUE(a.Ended());
+  EXPECT_EQ(a.end.type, "shutting_down");
+  EXPECT_TRUE(a.end.retryable);
+  EXPECT_EQ(a.end.resume_from, 4u);
+  EXPECT_EQ(f.backend.Cancels(s->id()), 1);
+}
+
+TEST(Hub, StreamIdsAreUnguessableAndTagged) {
+  HubFixture f;
+  std::set<std::string> ids;
+  f.lt.Call([&] {
+    f.hub->set_instance_tag("a1");
+    for (int i = 0; i < 200; i++) {
+      auto s = f.hub->Create(Policy::kDropSlow);
+      ids.insert(s->id());
+      f.hub->Abandon(s);
+    }
+    return 0;
+  });
+  EXPECT_EQ(ids.size(), 200u);
+  for (const auto& id : ids) {
+    ASSERT_EQ(id.size(), 2 + 3 + 32u) << id;
+    EXPECT_EQ(id.substr(0, 5), "s_a1_");
+  }
+}
+
+TEST(Hub, MaxStreamsBound) {
+  HubOptions o;
+  o.max_streams = 3;
+  HubFixture f(o);
+  int made = f.lt.Call([&] {
+    int n = 0;
+    for (int i = 0; i < 5; i++) n += f.hub->Create(Policy::kDropSlow) != nullptr;
+    return n;
+  });
+  EXPECT_EQ(made, 3);
+}
+
+}  // namespace
+}  // namespace tw::stream

@@ -1,0 +1,121 @@
+// The ring, the attach/append handover, and the notifier.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "stream/stream.h"
+
+namespace tw::stream {
+namespace {
+
+std::shared_ptr<Stream> MakeStream(size_t window, Notifier* n = nullptr) {
+  StreamLimits limits;
+  limits.resume_window_events = window;
+  limits.max_subscribers = 2;
+  return std::make_shared<Stream>("s_test", limits, n);
+}
+
+TEST(Stream, SequenceNumbersStartAtOneAndAreContiguous) {
+  auto s = MakeStream(8);
+  for (int i = 1; i <= 5; i++) EXPECT_EQ(s->Append(EventType::kToken, "{}"), static_cast<uint64_t>(i));
+  std::vector<EventPtr> out;
+  ASSERT_TRUE(s->ReadFrom(1, 100, &out));
+  ASSERT_EQ(out.size(), 5u);
+  for (size_t i = 0; i < out.size(); i++) EXPECT_EQ(out[i]->seq, i + 1);
+}
+
+TEST(Stream, RingEvictsOldestAndReportsWindow) {
+  auto s = MakeStream(4);
+  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, std::string(i + 1, 'x'));
+  EXPECT_EQ(s->head_seq(), 10u);
+  EXPECT_EQ(s->oldest_seq(), 7u);
+  EXPECT_EQ(s->event_count(), 4u);
+  EXPECT_EQ(s->bytes_held(), 7u + 8 + 9 + 10);
+  std::vector<EventPtr> out;
+  EXPECT_FALSE(s->ReadFrom(6, 10, &out));
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(s->ReadFrom(7, 10, &out));
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0]->seq, 7u);
+  EXPECT_EQ(out[0]->data, std::string(7, 'x'));
+  EXPECT_EQ(out[3]->seq, 10u);
+  ASSERT_TRUE(s->ReadFrom(11, 10, &out));
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(Stream, AttachRefusesACursorOutsideTheWindow) {
+  auto s = MakeStream(4);
+  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  uint64_t oldest = 0;
+  int a = 0, b = 0, c = 0;
+  EXPECT_EQ(s->Attach(&a, 5, &oldest), Stream::AttachResult::kWindowExceeded);
+  EXPECT_EQ(oldest, 7u);
+  EXPECT_EQ(s->Attach(&a, 6, &oldest), Stream::AttachResult::kOk);  // next is 7: held
+  EXPECT_EQ(s->Attach(&b, 10, &oldest), Stream::AttachResult::kOk);
+  EXPECT_EQ(s->Attach(&c, 10, &oldest), Stream::AttachResult::kTooManySubscribers);
+  EXPECT_EQ(s->subscriber_count(), 2u);
+  EXPECT_EQ(s->Detach(&a), 1u);
+  EXPECT_EQ(s->Detach(&a), 1u);  // idempotent
+}
+
+TEST(Stream, FinishIsAtomicWithTheTerminalEventAndIdempotent) {
+  auto s = MakeStream(8);
+  s->Append(EventType::kStart, "{}");
+  s->Finish(EventType::kDone, "{\"finish_reason\":\"length\"}");
+  EXPECT_TRUE(s->finished());
+  EXPECT_TRUE(s->producer_exited());
+  EXPECT_EQ(s->head_seq(), 2u);
+  s->Finish(EventType::kDone, "{}");
+  EXPECT_EQ(s->Append(EventType::kToken, "{}"), 0u);
+  EXPECT_EQ(s->head_seq(), 2u);
+  std::vector<EventPtr> out;
+  ASSERT_TRUE(s->ReadFrom(2, 1, &out));
+  EXPECT_TRUE(out[0]->terminal());
+}
+
+TEST(Notifier, CoalescesWakeupsAndNeverLosesOne) {
+  // A fake "loop": posted functions queue up and run when the test says.
+  std::mutex mu;
+  std::vector<std::function<void()>> posted;
+  std::atomic<int> drained_events{0};
+  std::shared_ptr<Stream> s;
+  uint64_t seen = 0;
+  Notifier n(
+      [&](std::function<void()> fn) {
+        std::lock_guard<std::mutex> lock(mu);
+        posted.push_back(std::move(fn));
+      },
+      [&](std::vector<std::shared_ptr<Stream>>& dirty) {
+        for (auto& d : dirty) {
+          // Like the hub: read everything after the cursor, in batches.
+          std::vector<EventPtr> out;
+          do {
+            ASSERT_TRUE(d->ReadFrom(seen + 1, 64, &out));
+            seen += out.size();
+            drained_events += static_cast<int>(out.size());
+          } while (!out.empty());
+        }
+      });
+  s = MakeStream(10000, &n);
+  std::thread producer([&] {
+    for (int i = 0; i < 5000; i++) s->Append(EventType::kToken, "{}");
+  });
+  // Drain concurrently with the producer, like the I/O thread would.
+  for (;;) {
+    std::vector<std::function<void()>> run;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      run.swap(posted);
+    }
+    for (auto& f : run) f();
+    if (seen == 5000) break;
+    std::this_thread::yield();
+  }
+  producer.join();
+  EXPECT_EQ(drained_events.load(), 5000);
+}
+
+}  // namespace
+}  // namespace tw::stream

@@ -1,0 +1,13 @@
+// weights_tool subcommands (see main.cc for the command line). Each returns
+// the process exit code: 0 success, 1 the check or the write failed, 2 usage.
+// Single-threaded start-up code: prints to stdout/stderr and may exit.
+#pragma once
+
+#include <string>
+
+namespace tw::weights_tool {
+
+int Inspect(const std::string& path);
+int Verify(const std::string& dir);
+
+}  // namespace tw::weights_tool
