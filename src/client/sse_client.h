@@ -40,7 +40,7 @@ namespace tw::client {
 struct SseOptions {
   ClientOptions http;
   sse::ParserLimits parser;
-  size_t max_events = 0;                              // 0: no limit
+  size_t max_events = 0;  // stop once result().events holds this many (0: no limit)
   std::function<bool(const sse::Event&)> stop_after;  // true: stop after this event
   bool close_with_reset = false;  // PostSse/GetSse: close with RST when stopping early
   std::vector<std::pair<std::string, std::string>> headers;  // extra request headers

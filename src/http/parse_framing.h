@@ -8,8 +8,8 @@
 // Decisions where the RFCs leave a choice (documented in
 // tests/data/http/DEVIATIONS.md as well):
 //   - Content-Length: more than one field line is 400 even if the values
-//     agree; a list value ("5, 5") is 400; leading zeros are fine; more than
-//     19 digits or a value over 2^64-1 is 400; over max_body_bytes is 413.
+//     agree; a list value ("5, 5") is 400; leading zeros are fine; a value
+//     over 2^64-1 is 400; over max_body_bytes is 413.
 //   - Transfer-Encoding (all field lines joined as one list): exactly one
 //     "chunked", last, without parameters -> chunked. Empty list, bad grammar,
 //     "chunked" twice, "chunked" not last, parameters on chunked, or a final

@@ -1,6 +1,7 @@
 #include "http/request_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "http/parse_framing.h"
 #include "http/parse_syntax.h"
@@ -44,7 +45,12 @@ RequestReader::RequestReader(const ReaderLimits& limits)
     : limits_(limits), header_slots_(limits.max_headers) {}
 
 size_t RequestReader::buffer_limit_bytes() const {
-  return limits_.max_header_bytes + limits_.max_body_bytes + limits_.max_chunk_line_bytes;
+  // Saturating sum: limits near SIZE_MAX must not wrap to a small bound.
+  size_t total = limits_.max_header_bytes;
+  for (size_t part : {limits_.max_body_bytes, limits_.max_chunk_line_bytes}) {
+    total = part > SIZE_MAX - total ? SIZE_MAX : total + part;
+  }
+  return total;
 }
 
 size_t RequestReader::buffered_bytes() const { return buf_.size() - start_; }
@@ -113,8 +119,10 @@ RequestReader::Event RequestReader::Next(Request* out) {
       case State::kError:
         return Event::kError;
       case State::kClosed:
-      case State::kUpgradePending:
         return Event::kNeedMore;
+      case State::kUpgradePending:
+        ResumeAfterUpgrade();  // Next() without TakeBufferedInput(): declined
+        continue;
       case State::kHead: {
         const Event e = ParseHead(out);
         if (e == Event::kNeedMore && state_ != State::kHead) continue;  // body state entered
@@ -151,6 +159,11 @@ RequestReader::Event RequestReader::Next(Request* out) {
 // more bytes are needed; kNeedMore with a body state entered (the caller
 // loops); or a final event (kContinue, kRequest, kError).
 RequestReader::Event RequestReader::ParseHead(Request* out) {
+  // Empty lines between requests (e.g. a CRLF a client sent after a body) are
+  // consumed at once, so an idle connection does not look like a started head.
+  while (buf_.size() - start_ >= 2 && buf_[start_] == '\r' && buf_[start_ + 1] == '\n') {
+    start_ += 2;
+  }
   const size_t avail = buf_.size() - start_;
   if (avail == 0) return Event::kNeedMore;
   const size_t window = std::min(avail, limits_.max_header_bytes);

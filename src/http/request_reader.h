@@ -157,11 +157,13 @@ class RequestReader {
   // True after a request with keep_alive == false was returned: the server
   // answers it and closes; later bytes are dropped unparsed.
   bool closed() const;
-  // True after a request with upgrade == true was returned: parsing stops so
-  // the bytes after it (tunnel / WebSocket data) stay in the buffer. The
-  // server then calls TakeBufferedInput() (protocol switched; the reader is
-  // closed afterwards) or ResumeAfterUpgrade() (upgrade declined; parsing of
-  // HTTP requests continues, subject to keep_alive).
+  // True after a request with upgrade == true was returned and before the
+  // next Next(): the bytes after it (tunnel / WebSocket data, or the next
+  // HTTP request) are kept unparsed. To switch protocols the server calls
+  // TakeBufferedInput() (the reader is closed afterwards) *before* calling
+  // Next() again. Calling Next() (or ResumeAfterUpgrade()) means the upgrade
+  // was declined: HTTP parsing continues, subject to keep_alive. So a server
+  // that ignores Upgrade needs no extra call.
   bool upgrade_pending() const;
   std::string TakeBufferedInput();
   void ResumeAfterUpgrade();

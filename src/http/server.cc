@@ -1,5 +1,7 @@
 #include "http/server.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <string>
 
@@ -145,14 +147,30 @@ class HttpConnection : public net::ConnectionHandler,
     wait_ = Wait::kNone;
   }
 
+  // One timer per connection, re-armed lazily: moving the deadline later
+  // (the common keep-alive case, once per request) touches no timer; the
+  // armed timer re-arms itself when it fires early. Only an earlier deadline
+  // cancels and re-adds.
   void ArmDeadline(Wait what, int64_t ms) {
     if (wait_ == what) return;  // keep the earlier deadline (measured from the first byte)
-    if (deadline_timer_ != 0) server_->loop_->CancelTimer(deadline_timer_);
-    deadline_timer_ = 0;
     wait_ = what;
-    if (what == Wait::kNone) return;
+    if (what == Wait::kNone) return;  // an armed timer will find nothing to do
+    deadline_ms_ = net::EventLoop::NowMs() + ms;
+    if (deadline_timer_ != 0 && armed_ms_ <= deadline_ms_) return;
+    if (deadline_timer_ != 0) server_->loop_->CancelTimer(deadline_timer_);
+    StartTimer(ms);
+  }
+
+  void StartTimer(int64_t ms) {
+    armed_ms_ = net::EventLoop::NowMs() + ms;
     deadline_timer_ = server_->loop_->AddTimer(ms, [this] {
       deadline_timer_ = 0;
+      if (wait_ == Wait::kNone) return;
+      int64_t now = net::EventLoop::NowMs();
+      if (now < deadline_ms_) {
+        StartTimer(deadline_ms_ - now);
+        return;
+      }
       OnDeadline();
     });
   }
@@ -273,6 +291,8 @@ class HttpConnection : public net::ConnectionHandler,
   bool processing_ = false;         // inside ProcessInput
   std::shared_ptr<StreamWriter> stream_;  // the current streaming response
   Wait wait_ = Wait::kNone;
+  int64_t deadline_ms_ = 0;         // when the current wait_ expires (monotonic ms)
+  int64_t armed_ms_ = 0;            // when deadline_timer_ fires
   net::EventLoop::TimerId deadline_timer_ = 0;
   net::EventLoop::TimerId resume_timer_ = 0;
 };
@@ -438,6 +458,12 @@ void Server::OnAccept(int fd) {
     CountResponse(503);
     net::SendAndClose(fd, BuildResponseHead(h) + body);
     return;
+  }
+  if (options_.socket_send_buffer_bytes > 0) {
+    // Bounds what the kernel absorbs for a client that stops reading, so
+    // backpressure reaches the stream layer at a known point.
+    int v = options_.socket_send_buffer_bytes;
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);  // best effort
   }
   auto c = std::make_shared<HttpConnection>(this, fd);
   if (!c->Start().ok()) return;  // fd closed by Connection::Start

@@ -79,6 +79,7 @@ struct ServerOptions {
   size_t max_output_bytes = 1 << 20;       // per connection: buffered stream bytes
   size_t write_low_watermark_bytes = 64 << 10;  // StreamWriter::OnWritable threshold
   size_t read_chunk_bytes = 64 << 10;      // bytes read per readable event
+  int socket_send_buffer_bytes = 0;        // SO_SNDBUF per connection (0: kernel default, autotuned)
   int64_t linger_ms = 2000;                // closing connection: flush + drain at most this
 };
 

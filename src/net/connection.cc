@@ -44,11 +44,13 @@ Status Connection::Start(ConnectionHandler* handler) {
   return Status::Ok();
 }
 
-void Connection::UpdateInterest() {
+void Connection::UpdateInterest(bool drop_read) {
   if (closed_ || !registered_) return;
   int mask = 0;
   // While closing we keep reading (and discarding) so the peer never sees RST.
-  if (reading_ || closing_) mask |= kReadable;
+  // Pausing is lazy: EPOLLIN stays registered until an input event actually
+  // arrives while paused, so a request answered at once costs no epoll_ctl.
+  if (reading_ || closing_ || (!drop_read && (interest_ & kReadable))) mask |= kReadable;
   if (buffered_bytes() > 0) mask |= kWritable;
   if (mask == interest_) return;
   interest_ = mask;
@@ -192,9 +194,13 @@ void Connection::OnEvent(int events) {
   if (closed_) return;
   if (events & kWritable) Flush();
   if (closed_) return;
-  if ((events & kReadable) && (reading_ || closing_)) {
-    OnReadable();
-    return;  // a FIN is seen as a 0-byte read on a later event
+  if (events & kReadable) {
+    if (reading_ || closing_) {
+      OnReadable();
+      return;  // a FIN is seen as a 0-byte read on a later event
+    }
+    UpdateInterest(/*drop_read=*/true);  // paused: stop polling for input now
+    if (!(events & kHangup)) return;
   }
   if (events & kHangup) {
     // Not reading (a response is in progress) and the peer left or reset: the

@@ -101,7 +101,7 @@ class Connection {
   void OnEvent(int events);
   void OnReadable();
   void Flush();
-  void UpdateInterest();
+  void UpdateInterest(bool drop_read = false);
   void AfterFlushed();
   void MarkFailed();
 

@@ -136,7 +136,7 @@ Stream::AttachResult StreamHub::Attach(const std::shared_ptr<Stream>& s, Subscri
   // A cursor beyond the head (a client claiming events that do not exist yet)
   // is clamped to the head: it gets what comes next.
   uint64_t cursor = std::min(after_seq, s->head_seq()) + 1;
-  e->subs.push_back(Sub{sub, cursor});
+  e->subs.push_back(Sub{sub, cursor, s->head_seq()});
   sub_index_[sub] = s->id();
   StopTimer(&e->linger_timer);
   // Deliver the backlog now rather than at the next append.
@@ -199,6 +199,7 @@ void StreamHub::StartLinger(Entry& e) {
 void StreamHub::CancelGeneration(Entry& e) {
   if (e.cancel_sent || e.stream->finished()) return;
   e.cancel_sent = true;
+  e.cancel_at = Clock::now();
   backend_->Cancel(e.stream->id());
 }
 
@@ -251,7 +252,17 @@ bool StreamHub::DeliverTo(Entry& e, size_t index) {
       t->End(end);
       return false;
     }
-    if (batch.empty()) break;
+    if (batch.empty()) {
+      if (e.stream->finished()) {
+        // Finished and nothing left after the cursor: this subscriber resumed
+        // after the terminal event; there is nothing more to send.
+        Subscription* t = sub.transport;
+        RemoveSub(e, index);
+        t->Complete();
+        return false;
+      }
+      break;
+    }
     for (const EventPtr& ev : batch) {
       Sub& s = e.subs[index];
       DeliverResult r = s.transport->Deliver(*ev);
@@ -275,7 +286,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index) {
   }
 lag_check:
   Sub& sub = e.subs[index];
-  uint64_t lag = e.stream->head_seq() + 1 - sub.cursor;
+  uint64_t lag = LagOf(sub, e.stream->head_seq());
   if (e.policy == Policy::kDropSlow && lag > options_.subscriber_lag_events) {
     SubscriberEnd end{"slow_client",
                       "the client read more slowly than the stream was produced; resume from "
@@ -294,7 +305,7 @@ void StreamHub::ApplyPolicy(Entry& e) {
   if (e.policy == Policy::kDropSlow || e.stream->finished() || e.cancel_sent) return;
   uint64_t head = e.stream->head_seq();
   uint64_t max_lag = 0;
-  for (const Sub& s : e.subs) max_lag = std::max<uint64_t>(max_lag, head + 1 - s.cursor);
+  for (const Sub& s : e.subs) max_lag = std::max<uint64_t>(max_lag, LagOf(s, head));
   bool over = e.subs.empty() || max_lag > options_.subscriber_lag_events;
   bool under = !e.subs.empty() && max_lag <= options_.subscriber_lag_events / 2;
   if (!e.paused && over) {
@@ -324,6 +335,10 @@ void StreamHub::ApplyPolicy(Entry& e) {
 void StreamHub::HandleExit(Entry& e) {
   if (e.exit_handled) return;
   e.exit_handled = true;
+  if (e.cancel_sent && options_.cancel_latency_seconds) {
+    options_.cancel_latency_seconds->Observe(
+        std::chrono::duration<double>(e.stream->finished_at() - e.cancel_at).count());
+  }
   StopTimer(&e.linger_timer);
   StopTimer(&e.stall_timer);
   // Token events nobody ever took: generated for nobody.

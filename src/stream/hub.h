@@ -10,7 +10,9 @@
 // Delivery: when a producer appends, the Notifier wakes the I/O thread and
 // Drain() hands each subscriber the events after its cursor, until its
 // transport has no room. A subscriber's lag is the events it has not taken
-// yet (head - cursor + 1). Policies act on lag:
+// yet among those appended since it attached (a client resuming far behind
+// is not penalised for the backlog it is replaying, which the ring holds
+// anyway; only for falling further behind the live head). Policies act on lag:
 //   drop_slow          lag > subscriber_lag_events: detach with slow_client
 //                      (resume_from = last event taken); generation goes on.
 //   pause_producer     lag over the bound (or nobody attached): the backend
@@ -25,6 +27,7 @@
 // live or retained stream, bounded by max_streams.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +57,7 @@ struct HubOptions {
   int64_t retain_ms = 60000;
   size_t max_streams = 4096;  // live + retained
   StreamLimits stream_limits;
+  Histogram* cancel_latency_seconds = nullptr;  // cancel wish -> producer exit
 };
 
 // What a transport reports when offered an event.
@@ -143,13 +147,20 @@ class StreamHub {
   size_t subscriber_count() const;
   size_t bytes_held() const;
   const HubCounters& counters() const { return counters_; }
+  void CountResumeNotFound() { counters_.resumes_not_found++; }
   void set_instance_tag(std::string tag) { instance_tag_ = std::move(tag); }
 
  private:
   struct Sub {
     Subscription* transport;
-    uint64_t cursor;  // next seq to offer
+    uint64_t cursor;       // next seq to offer
+    uint64_t attach_head;  // head when it attached: backlog before it is not lag
   };
+  // Live events (appended after it attached) the subscriber has not taken.
+  static uint64_t LagOf(const Sub& s, uint64_t head) {
+    uint64_t from = std::max(s.cursor, s.attach_head + 1);
+    return head + 1 > from ? head + 1 - from : 0;
+  }
   struct Entry {
     std::shared_ptr<Stream> stream;
     Policy policy;
@@ -161,6 +172,7 @@ class StreamHub {
     uint64_t linger_timer = 0;
     uint64_t stall_timer = 0;
     uint64_t retain_timer = 0;
+    Clock::time_point cancel_at{};
     std::vector<std::function<void()>> exit_waiters;
   };
 

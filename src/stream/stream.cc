@@ -14,8 +14,9 @@ const char* EventTypeName(EventType t) {
   return "unknown";
 }
 
-Stream::Stream(std::string id, const StreamLimits& limits, Notifier* notifier)
-    : id_(std::move(id)), limits_(limits), notifier_(notifier), created_(Clock::now()) {
+Stream::Stream(std::string id, const StreamLimits& limits, Notifier* notifier,
+               Clock::time_point arrival)
+    : id_(std::move(id)), limits_(limits), notifier_(notifier), created_(arrival) {
   if (limits_.resume_window_events == 0) const_cast<StreamLimits&>(limits_).resume_window_events = 1;
 }
 
@@ -30,6 +31,15 @@ uint64_t Stream::Append(EventType type, std::string data) {
 
 uint64_t Stream::AppendLocked(EventType type, std::string data) {
   if (finished_) return 0;
+  if (type == EventType::kToken) {
+    const StreamMetrics& m = limits_.metrics;
+    Clock::time_point now = Clock::now();
+    Histogram* h = last_token_at_ == Clock::time_point{} ? m.ttft_seconds : m.inter_token_seconds;
+    Clock::time_point since = last_token_at_ == Clock::time_point{} ? created_ : last_token_at_;
+    if (h) h->Observe(std::chrono::duration<double>(now - since).count());
+    if (m.tokens_generated) m.tokens_generated->Inc();
+    last_token_at_ = now;
+  }
   auto ev = std::make_shared<Event>();
   ev->seq = ++head_seq_;
   ev->type = type;

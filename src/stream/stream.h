@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/metrics.h"
+
 namespace tw::stream {
 
 enum class EventType : uint8_t { kStart, kToken, kDone, kError };
@@ -43,9 +45,19 @@ using EventPtr = std::shared_ptr<const Event>;
 
 class Notifier;
 
+// Optional measurements a stream feeds as its producer appends (vLLM's
+// definitions: time to first token from arrival, inter-token latency between
+// successive tokens of one request). Any pointer may be null.
+struct StreamMetrics {
+  Histogram* ttft_seconds = nullptr;
+  Histogram* inter_token_seconds = nullptr;
+  Counter* tokens_generated = nullptr;
+};
+
 struct StreamLimits {
   size_t resume_window_events = 4096;
   size_t max_subscribers = 8;
+  StreamMetrics metrics;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -53,7 +65,9 @@ using Clock = std::chrono::steady_clock;
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   // Create with std::make_shared (the notifier needs shared_from_this).
-  Stream(std::string id, const StreamLimits& limits, Notifier* notifier);
+  // `arrival`: when the request arrived (TTFT is measured from it).
+  Stream(std::string id, const StreamLimits& limits, Notifier* notifier,
+         Clock::time_point arrival = Clock::now());
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -114,6 +128,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   size_t bytes_held_ = 0;
   bool finished_ = false;
   Clock::time_point finished_at_{};
+  Clock::time_point last_token_at_{};
   std::vector<const void*> subscribers_;
 };
 

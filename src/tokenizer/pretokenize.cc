@@ -31,6 +31,7 @@ size_t ContractionLength(std::string_view text, size_t pos) {
 }  // namespace
 
 size_t NextPieceEnd(std::string_view text, size_t pos) {
+  if (pos >= text.size()) return text.size();
   if (size_t n = ContractionLength(text, pos)) return pos + n;
 
   const DecodedCodePoint first = DecodeUtf8At(text, pos);

@@ -23,8 +23,8 @@
 
 namespace tw::tokenizer {
 
-// The end (exclusive byte offset) of the piece that starts at `pos`.
-// Requires pos < text.size(); the result is > pos.
+// The end (exclusive byte offset) of the piece that starts at `pos`: > pos
+// while pos < text.size(); text.size() once pos is at or past the end.
 size_t NextPieceEnd(std::string_view text, size_t pos);
 
 // All pieces of `text`, in order; views into `text`.

@@ -39,6 +39,7 @@ CharClass Classify(char32_t cp) {
 
 DecodedCodePoint DecodeUtf8At(std::string_view text, size_t pos) {
   const DecodedCodePoint invalid{kInvalidCodePoint, 1};
+  if (pos >= text.size()) return {kInvalidCodePoint, 0};
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
   const uint8_t b0 = byte(pos);
   if (b0 < 0x80) return {b0, 1};

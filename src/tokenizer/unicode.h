@@ -48,9 +48,9 @@ struct DecodedCodePoint {
   size_t length;  // bytes consumed: 1..4 (1 for an invalid byte)
 };
 
-// Decodes the code point starting at text[pos] (pos < text.size()). Strict
-// UTF-8: overlong forms, surrogates, values over U+10FFFF and truncated
-// sequences are invalid, and then exactly one byte is consumed.
+// Decodes the code point starting at text[pos]. Strict UTF-8: overlong forms,
+// surrogates, values over U+10FFFF and truncated sequences are invalid, and
+// then exactly one byte is consumed. At or past the end: {kInvalidCodePoint, 0}.
 DecodedCodePoint DecodeUtf8At(std::string_view text, size_t pos);
 
 }  // namespace tw::tokenizer

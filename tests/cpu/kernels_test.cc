@@ -83,7 +83,7 @@ TEST_P(KernelsTest, MatmulMatchesNaive) {
   const MatmulCase cases[] = {
       {1, 7, 5, true, false},     {2, 64, 192, true, false}, {5, 300, 50, false, false},
       {13, 33, 47, true, true},   {31, 64, 64, true, true},  {1, 520, 1000, false, false},
-      {25, 256, 96, true, false}, {12, 17, 32, false, true},
+      {25, 256, 96, true, false}, {12, 17, 32, false, true},  {30, 600, 40, true, true},
   };
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
     for (const MatmulCase& c : cases) {

@@ -143,17 +143,20 @@ TEST_F(GoldenTest, PromptLogitsAndGreedyDecodeEveryLevel) {
       for (size_t i = 0; i < g.last_top10.size(); ++i) {
         EXPECT_NEAR(last[g.last_top10[i].first], g.last_top10[i].second, kLogitTol) << where;
       }
-      // Greedy: step 0 uses the prompt's last logits, then one decode per step.
-      for (size_t step = 0; step < g.greedy.size(); ++step) {
+      // Greedy: step 0 uses the prompt's last logits, then one decode per
+      // step; all 40 steps at the best level, the first 8 at the others
+      // (they share all code above the kernels; this keeps the suite fast).
+      const size_t steps = isa == cpu::BestIsa() ? g.greedy.size() : 8;
+      for (size_t step = 0; step < steps; ++step) {
         ExpectStep(last.data(), V, g.top5[step], where + " step " + std::to_string(step));
         int32_t tok = Argmax(last.data(), V);
         ASSERT_EQ(tok, g.greedy[step]) << where << " step " << step;
-        if (step + 1 == g.greedy.size()) break;
+        if (step + 1 == steps) break;
         SeqState* one = &seq;
         s = fwd->DecodeBatch(&one, &tok, 1, last.data());
         ASSERT_TRUE(s.ok()) << s.message();
       }
-      EXPECT_EQ(seq.length, T + 39);
+      EXPECT_EQ(seq.length, T + static_cast<int>(steps) - 1);
       ASSERT_TRUE(alloc.Free(seq.block_table).ok());
     }
   }

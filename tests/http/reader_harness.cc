@@ -15,6 +15,9 @@ ReaderOutcome RunReader(const std::vector<std::string_view>& pieces,
   for (std::string_view piece : pieces) {
     if (!reader.Feed(piece.data(), piece.size())) o.feed_refused = true;
     o.max_buffered = std::max(o.max_buffered, reader.buffered_bytes());
+    // After an upgrade request, act like a server that switches protocols:
+    // no more Next() (that would decline the upgrade); bytes keep arriving.
+    if (reader.upgrade_pending()) continue;
     for (;;) {
       http::Request req;
       const RequestReader::Event e = reader.Next(&req);
@@ -25,7 +28,9 @@ ReaderOutcome RunReader(const std::vector<std::string_view>& pieces,
         o.continues.push_back(req.target);
       } else {
         o.events += "R";
+        const bool upgrade = req.upgrade;
         o.requests.push_back(std::move(req));
+        if (upgrade) break;
       }
     }
     if (reader.error_status() != 0) break;

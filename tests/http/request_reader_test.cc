@@ -412,18 +412,41 @@ TEST(Upgrade, PausesAndKeepsTheFollowingBytes) {
   EXPECT_TRUE(o.upgrade_pending);
   EXPECT_EQ(o.leftover, frame);
 
-  // Declined upgrade: HTTP parsing continues.
+  // Declined upgrade: calling Next() again continues with HTTP.
   RequestReader reader;
   const std::string two = ws + Get("/next");
   ASSERT_TRUE(reader.Feed(two.data(), two.size()));
   Request r;
   ASSERT_EQ(reader.Next(&r), RequestReader::Event::kRequest);
-  EXPECT_EQ(reader.Next(&r), RequestReader::Event::kNeedMore);
+  EXPECT_TRUE(r.upgrade);
   EXPECT_TRUE(reader.upgrade_pending());
-  reader.ResumeAfterUpgrade();
+  EXPECT_EQ(reader.buffered_bytes(), Get("/next").size());
   ASSERT_EQ(reader.Next(&r), RequestReader::Event::kRequest);
+  EXPECT_FALSE(reader.upgrade_pending());
   EXPECT_EQ(r.target, "/next");
   EXPECT_FALSE(r.upgrade);
+  // The same with the explicit call.
+  RequestReader explicit_resume;
+  ASSERT_TRUE(explicit_resume.Feed(two.data(), two.size()));
+  ASSERT_EQ(explicit_resume.Next(&r), RequestReader::Event::kRequest);
+  explicit_resume.ResumeAfterUpgrade();
+  ASSERT_EQ(explicit_resume.Next(&r), RequestReader::Event::kRequest);
+  EXPECT_EQ(r.target, "/next");
+  // Accepted upgrade: the reader hands over what it holds and closes.
+  RequestReader taken;
+  ASSERT_TRUE(taken.Feed(two.data(), two.size()));
+  ASSERT_EQ(taken.Next(&r), RequestReader::Event::kRequest);
+  EXPECT_EQ(taken.TakeBufferedInput(), Get("/next"));
+  EXPECT_TRUE(taken.closed());
+  EXPECT_EQ(taken.Next(&r), RequestReader::Event::kNeedMore);
+  // A declined upgrade on a closing connection: nothing more is parsed.
+  RequestReader closing;
+  const std::string c10 = "CONNECT h:1 HTTP/1.0\r\n\r\n" + Get("/x");
+  ASSERT_TRUE(closing.Feed(c10.data(), c10.size()));
+  ASSERT_EQ(closing.Next(&r), RequestReader::Event::kRequest);
+  EXPECT_FALSE(r.keep_alive);
+  EXPECT_EQ(closing.Next(&r), RequestReader::Event::kNeedMore);
+  EXPECT_TRUE(closing.closed());
 
   // Upgrade in HTTP/1.0 is ignored; without "upgrade" in Connection too.
   EXPECT_FALSE(RunAll("GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: ws\r\n\r\n").upgrade_pending);
@@ -548,6 +571,13 @@ TEST(ReaderState, HeadInProgress) {
   EXPECT_EQ(r.body, "xy");
   EXPECT_FALSE(reader.head_in_progress());
   EXPECT_EQ(reader.buffered_bytes(), 0u);
+  // A stray CRLF after a request is not the start of a head.
+  reader.Feed("\r\n", 2);
+  EXPECT_EQ(reader.Next(&r), RequestReader::Event::kNeedMore);
+  EXPECT_FALSE(reader.head_in_progress());
+  reader.Feed("\r", 1);
+  EXPECT_EQ(reader.Next(&r), RequestReader::Event::kNeedMore);
+  EXPECT_TRUE(reader.head_in_progress());
 }
 
 // ---- ParseRequestHead directly -----------------------------------------------------

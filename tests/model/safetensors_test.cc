@@ -112,9 +112,10 @@ TEST(Safetensors, TooShortForLength) {
 
 TEST(Safetensors, HeaderLengthPastEndOfFile) {
   std::string file = BuildFile(TwoTensors());
-  uint64_t n = file.size();  // header length = whole file: past its end
-  EXPECT_ERROR_HAS(ParseError(U64Le(n) + file.substr(8)), "header length",
-                   std::to_string(n).c_str(), "past the end of the file");
+  const uint64_t n = file.size();  // header length = whole file: past its end
+  const std::string n_text = "header length " + std::to_string(n) + " bytes";
+  EXPECT_ERROR_HAS(ParseError(U64Le(n) + file.substr(8)), n_text.c_str(),
+                   "past the end of the file");
   EXPECT_ERROR_HAS(ParseError(U64Le(UINT64_MAX) + "{}"), "header length");
 }
 

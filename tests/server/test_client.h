@@ -57,6 +57,7 @@ class RawClient {
   int fd_ = -1;
   std::string buf_;
   bool eof_ = false;
+  size_t scan_from_ = 0;  // chunked pre-check: bytes of buf_ already searched
 };
 
 // A Server on its own loop thread. Routes are added before Start().

@@ -82,6 +82,13 @@ TEST(PreTokenize, InvalidBytesAreOtherCharacters) {
   EXPECT_EQ(Split("\xED\xA0\x80" "a"), (std::vector<std::string>{"\xED\xA0\x80", "a"}));  // surrogate
 }
 
+TEST(PreTokenize, NextPieceEndAtOrPastTheEnd) {
+  EXPECT_EQ(NextPieceEnd("ab", 2), 2u);
+  EXPECT_EQ(NextPieceEnd("ab", 7), 2u);
+  EXPECT_EQ(NextPieceEnd("", 0), 0u);
+  EXPECT_EQ(NextPieceEnd("ab cd", 2), 5u);
+}
+
 TEST(PreTokenize, PiecesAreNonEmptyAndConcatenateToTheInput) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> byte(0, 255), len(0, 40), kind(0, 3);

@@ -18,6 +18,7 @@
 
 #include "json/json.h"
 #include "support/chunking.h"
+#include "tokenizer/byte_unicode.h"
 #include "tokenizer/embedded.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/test_vectors.h"
@@ -195,7 +196,12 @@ void ExpectSameTokenizer(const Tokenizer& a, const Tokenizer& b) {
   for (TokenId id = 0; id < static_cast<TokenId>(a.vocab_size()); ++id) {
     ASSERT_EQ(a.TokenBytes(id), b.TokenBytes(id)) << id;
   }
-  for (const Vector& v : LoadOracleVectors()) ASSERT_EQ(a.Encode(v.text), b.Encode(v.text)) << v.id;
+  // Same merges and ranks, checked through their effect (every 4th vector).
+  const std::vector<Vector> vectors = LoadOracleVectors();
+  for (size_t i = 0; i < vectors.size(); i += 4) {
+    ASSERT_EQ(a.Encode(vectors[i].text), vectors[i].tokens) << vectors[i].id;
+    ASSERT_EQ(b.Encode(vectors[i].text), vectors[i].tokens) << vectors[i].id;
+  }
 }
 
 TEST(TokenizerLoad, HuggingFacePairGivesTheSameTokenizer) {
@@ -255,8 +261,52 @@ TEST(TokenizerLoad, MissingFilesNameWhatIsMissing) {
   EXPECT_FALSE(t.loaded());  // *out untouched on error
 }
 
-// Loads encoder.json / vocab.bpe with one textual edit applied to one of them
-// and expects an error that mentions every string in `expect`.
+// A minimal valid byte-level vocabulary in encoder.json's format: the 256
+// byte tokens in encoder.py's order ("!" = 0, "\"" = 1, ...), then "Ġt" = 256,
+// "he" = 257, "<|endoftext|>" = 258; merges "Ġ t" (line 2) and "h e" (line 3).
+struct MiniFiles {
+  std::string vocab;
+  std::string merges = "#version: 0.2\n\xC4\xA0 t\nh e\n";
+};
+
+MiniFiles MakeMiniFiles() {
+  std::vector<int> order;
+  for (int b = '!'; b <= '~'; ++b) order.push_back(b);
+  for (int b = 0xA1; b <= 0xAC; ++b) order.push_back(b);
+  for (int b = 0xAE; b <= 0xFF; ++b) order.push_back(b);
+  for (int b = 0; b < 256; ++b) {
+    if (std::find(order.begin(), order.end(), b) == order.end()) order.push_back(b);
+  }
+  MiniFiles f;
+  f.vocab = "{";
+  int id = 0;
+  auto add = [&](std::string_view spelled) {
+    if (id > 0) f.vocab += ", ";
+    json::AppendQuoted(&f.vocab, spelled);
+    f.vocab += ": " + std::to_string(id++);
+  };
+  for (int b : order) add(MapTokenBytes(std::string(1, static_cast<char>(b))));
+  add("\xC4\xA0t");
+  add("he");
+  add("<|endoftext|>");
+  f.vocab += "}";
+  return f;
+}
+
+TEST(TokenizerLoad, MiniVocabularyLoads) {
+  const MiniFiles f = MakeMiniFiles();
+  Tokenizer t;
+  Status s = Tokenizer::LoadFromMemory(f.vocab, "encoder.json", f.merges, "vocab.bpe", &t);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(t.vocab_size(), 259u);
+  EXPECT_EQ(t.merge_count(), 2u);
+  EXPECT_EQ(t.end_of_text_id(), 258);
+  EXPECT_EQ(t.Encode(" the"), (std::vector<TokenId>{256, 257}));
+  EXPECT_EQ(t.Encode("!\""), (std::vector<TokenId>{0, 1}));
+}
+
+// Loads the mini files with one textual edit applied to one of them and
+// expects an error that mentions every string in `expect`.
 struct CorruptCase {
   const char* name;
   bool in_vocab;        // edit encoder.json (else vocab.bpe)
@@ -266,29 +316,28 @@ struct CorruptCase {
 };
 
 TEST(TokenizerLoad, CorruptFilesGiveClearErrors) {
-  const std::string vocab = ReadOrFail(kDataDir + "/encoder.json");
-  const std::string merges = ReadOrFail(kDataDir + "/vocab.bpe");
+  const MiniFiles mini = MakeMiniFiles();
   const std::vector<CorruptCase> cases = {
       {"not json", true, "{\"!\": 0", "{\"!\": 0,,", {"encoder.json", "at byte 8"}},
-      {"trailing garbage", true, "", "[]", {"encoder.json", "at byte 1042301"}},
       {"id not an integer", true, "\"!\": 0,", "\"!\": \"zero\",", {"encoder.json", "\"!\"", "not an integer"}},
-      {"id out of range", true, "\"!\": 0,", "\"!\": 50257,", {"encoder.json", "\"!\"", "50257", "outside [0, 50257)"}},
+      {"id out of range", true, "\"!\": 0,", "\"!\": 259,", {"encoder.json", "\"!\"", "259", "outside [0, 259)"}},
       {"negative id", true, "\"!\": 0,", "\"!\": -1,", {"encoder.json", "\"!\"", "-1"}},
       {"duplicate id", true, "\"\\\"\": 1,", "\"\\\"\": 0,", {"encoder.json", "\"!\"", "both have id 0"}},
       {"duplicate key", true, "\"\\\"\": 1,", "\"!\": 1,", {"encoder.json", "\"!\"", "appears twice"}},
       {"not a byte-level spelling", true, "\"!\": 0,", "\"\xE4\xB8\xAD\": 0,", {"encoder.json", "\xE4\xB8\xAD", "byte-level"}},
       {"missing byte token", true, "\"!\": 0,", "\"\xC4\x80\xC4\x80\xC4\x80\xC4\x80\xC4\x80\": 0,", {"encoder.json", "byte 0x21"}},
       {"missing special token", true, "\"<|endoftext|>\"", "\"\xC4\x80\xC4\x80\xC4\x80\xC4\x80\xC4\x80\"", {"encoder.json", "<|endoftext|>", "missing"}},
-      {"merge with one token", false, "", "abc\n", {"vocab.bpe line 50002", "two tokens", "\"abc\""}},
-      {"merge with three tokens", false, "", "a b c\n", {"vocab.bpe line 50002", "two tokens"}},
-      {"merge with two spaces", false, "", "a  b\n", {"vocab.bpe line 50002", "two tokens"}},
-      {"merge part not in vocab", false, "", "\xC4\xA0t zzzzzzzzzqq\n", {"vocab.bpe line 50002", "\"zzzzzzzzzqq\"", "not in", "encoder.json"}},
-      {"merge result not in vocab", false, "", "\xC4\x80 \xC4\x80\n", {"vocab.bpe line 50002", "merged token", "\"\xC4\x80\xC4\x80\""}},
-      {"duplicate merge", false, "", "\xC4\xA0 t\n", {"vocab.bpe line 50002", "already listed"}},
-      {"merge of the special token", false, "", "<|endoftext|> !\n", {"vocab.bpe line 50002", "merges the special token <|endoftext|>"}},
+      {"merge with one token", false, "", "abc\n", {"vocab.bpe line 4", "two tokens", "\"abc\""}},
+      {"merge with three tokens", false, "", "a b c\n", {"vocab.bpe line 4", "two tokens"}},
+      {"merge with two spaces", false, "", "a  b\n", {"vocab.bpe line 4", "two tokens"}},
+      {"merge part not in vocab", false, "", "\xC4\xA0t zzzzzzzzzqq\n", {"vocab.bpe line 4", "\"zzzzzzzzzqq\"", "not in", "encoder.json"}},
+      {"merge result not in vocab", false, "", "\xC4\x80 \xC4\x80\n", {"vocab.bpe line 4", "merged token", "\"\xC4\x80\xC4\x80\""}},
+      {"duplicate merge", false, "", "\xC4\xA0 t\n", {"vocab.bpe line 4", "already listed"}},
+      {"error after a blank line", false, "", "\n\nx\n", {"vocab.bpe line 6", "two tokens"}},
+      {"merge of the special token", false, "", "<|endoftext|> !\n", {"vocab.bpe line 4", "merges the special token <|endoftext|>"}},
   };
   for (const CorruptCase& c : cases) {
-    std::string v = vocab, m = merges;
+    std::string v = mini.vocab, m = mini.merges;
     std::string& target = c.in_vocab ? v : m;
     if (c.find.empty()) {
       target += c.replace;
@@ -306,12 +355,18 @@ TEST(TokenizerLoad, CorruptFilesGiveClearErrors) {
     EXPECT_FALSE(t.loaded()) << c.name;
   }
   Tokenizer t;
-  Status s = Tokenizer::LoadFromMemory("[1, 2]", "vocab.json", merges, "merges.txt", &t);
+  Status s = Tokenizer::LoadFromMemory("[1, 2]", "vocab.json", mini.merges, "merges.txt", &t);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("vocab.json: expected a JSON object"), std::string::npos) << s.message();
-  s = Tokenizer::LoadFromMemory("{\"a\": 0}", "vocab.json", merges, "merges.txt", &t);
+  s = Tokenizer::LoadFromMemory("{\"a\": 0}", "vocab.json", mini.merges, "merges.txt", &t);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("vocab.json: 1 entries"), std::string::npos) << s.message();
+  // The real file with trailing garbage: the offset is the end of the original.
+  const std::string real = ReadOrFail(kDataDir + "/encoder.json") + "[]";
+  s = Tokenizer::LoadFromMemory(real, "encoder.json", mini.merges, "vocab.bpe", &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("encoder.json: json:"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("at byte 1042301"), std::string::npos) << s.message();
 }
 
 TEST(TokenizerLoad, FileSizeBoundsAreEnforced) {
@@ -341,9 +396,12 @@ TEST(TokenizerCache, BoundedAndInvisibleInResults) {
   options.max_cache_entries = 0;  // no cache at all
   Tokenizer none;
   ASSERT_TRUE(Tokenizer::LoadEmbedded(&none, options).ok());
-  for (const Vector& v : vectors) {
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    const Vector& v = vectors[i];
     ASSERT_EQ(small.Encode(v.text), v.tokens) << v.id;
-    ASSERT_EQ(none.Encode(v.text), v.tokens) << v.id;
+    if (i % 4 == 0) {
+      ASSERT_EQ(none.Encode(v.text), v.tokens) << v.id;
+    }
     ASSERT_LE(small.cache_stats().entries, 100u);
   }
   const TokenizerCacheStats s = small.cache_stats();
@@ -364,8 +422,9 @@ TEST(TokenizerCache, SharedAcrossThreads) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
-      // Each thread walks the vectors from a different starting point.
-      for (size_t k = 0; k < vectors.size(); ++k) {
+      // Each thread walks half of the vectors from a different starting
+      // point, so every vector is encoded by two threads.
+      for (size_t k = 0; k < vectors.size() / 2; ++k) {
         const Vector& v = vectors[(k + i * vectors.size() / kThreads) % vectors.size()];
         if (t.Encode(v.text) != v.tokens) ++mismatches[i];
       }

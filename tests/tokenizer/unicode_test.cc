@@ -142,6 +142,8 @@ TEST(DecodeUtf8At, IllFormedSequencesConsumeOneByte) {
   EXPECT_EQ(DecodeUtf8At(text, 3).cp, 0x1F600u);
   EXPECT_EQ(DecodeUtf8At(text, 3).length, 4u);
   EXPECT_EQ(DecodeUtf8At(text, 4).cp, kInvalidCodePoint);  // mid-character
+  EXPECT_EQ(DecodeUtf8At(text, text.size()).length, 0u);   // at the end
+  EXPECT_EQ(DecodeUtf8At(text, text.size()).cp, kInvalidCodePoint);
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# CPU model benchmark, side by side: TokenWire's CPU forward pass
+# (build/bench_cpu_model), the PyTorch peer (torch_gpt2_peer.py, if torch is
+# installed), and the machine's floors (read bandwidth, FMA peak, measured by
+# the bench program). Writes bench/results/cpu_model-<UTC date>.json and
+# prints a markdown table.
+#
+#   bash bench/cpu_model/run.sh [--quick] [--threads N]
+#
+# The peer needs: apt-get install -y python3-torch libopenblas0-pthread
+# Both sides run with the same thread count (default: all hardware threads).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+QUICK=""
+THREADS="$(nproc)"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK="--quick"; shift ;;
+    --threads) THREADS="$2"; shift 2 ;;
+    *) echo "usage: $0 [--quick] [--threads N]" >&2; exit 2 ;;
+  esac
+done
+
+if grep -q 'bench/cpu_model/bench.mk' Makefile; then
+  make -j2 build/bench_cpu_model
+else
+  make -j2 -f Makefile -f bench/cpu_model/bench.mk build/bench_cpu_model
+fi
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+DATE="$(date -u +%Y-%m-%d)"
+OUT="bench/results/cpu_model-${DATE}.json"
+mkdir -p bench/results
+
+echo "== TokenWire CPU forward (threads ${THREADS})"
+LOAD_OURS="$(cut -d' ' -f1-3 /proc/loadavg)"
+build/bench_cpu_model --threads "$THREADS" $QUICK --out "$TMP/ours.json"
+
+echo "== PyTorch peer"
+LOAD_PEER="$(cut -d' ' -f1-3 /proc/loadavg)"
+PEER_STATUS="ok"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  # The peers README's fastest configuration for this machine kind.
+  if ! OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS="$THREADS" \
+      /usr/bin/python3 bench/cpu_model/torch_gpt2_peer.py --threads "$THREADS" --batches 1,8,32 \
+      ${QUICK:+--quick} | tee "$TMP/peer.txt"; then
+    PEER_STATUS="peer failed"
+  fi
+else
+  PEER_STATUS="torch not installed (apt-get install -y python3-torch libopenblas0-pthread)"
+  echo "$PEER_STATUS"
+  : > "$TMP/peer.txt"
+fi
+
+/usr/bin/python3 - "$TMP/ours.json" "$TMP/peer.txt" "$OUT" "$DATE" "$LOAD_OURS" "$LOAD_PEER" "$PEER_STATUS" <<'PY'
+import json, re, subprocess, sys
+ours_path, peer_path, out_path, date, load_ours, load_peer, peer_status = sys.argv[1:8]
+ours = json.load(open(ours_path))
+peer_text = open(peer_path).read()
+peer = None
+m = re.search(r"prefill 200 tok, B=1, last-pos logits: median\s+([\d.]+) ms", peer_text)
+if m:
+    peer = {"prefill_ms": float(m.group(1)), "decode": []}
+    for b, ms in re.findall(r"decode step B=\s*(\d+), ctx 200: median\s+([\d.]+) ms", peer_text):
+        peer["decode"].append({"batch": int(b), "median_ms": float(ms), "tok_per_s": int(b) / float(ms) * 1e3})
+cpu = ""
+try:
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+except StopIteration:
+    pass
+result = {
+    "date": date, "cpu": cpu, "nproc": int(subprocess.check_output(["nproc"]).strip()),
+    "loadavg_before_ours": load_ours, "loadavg_before_peer": load_peer,
+    "tokenwire": ours, "pytorch_peer": peer, "pytorch_peer_status": peer_status,
+    "pytorch_peer_raw": peer_text,
+}
+json.dump(result, open(out_path, "w"), indent=1)
+
+rows = []  # (label, ours value, peer value, floor value, unit, higher_is_better, target)
+rows.append(("prefill 200 tokens", ours["prefill"]["median_ms"], peer and peer["prefill_ms"],
+             ours["prefill"]["floor_ms"], "ms", False, "<= 200 ms"))
+targets = {1: ">= 35 tok/s", 8: "", 32: ">= 500 tok/s"}
+for d in ours["decode"]:
+    b = d["batch"]
+    p = peer and next((x["tok_per_s"] for x in peer["decode"] if x["batch"] == b), None)
+    rows.append((f"decode step B={b}, ctx 200", d["tok_per_s"], p, b / d["floor_ms"] * 1e3, "tok/s", True, targets.get(b, "")))
+
+def fmt(v):
+    return "n/a" if v is None else (f"{v:.1f}" if v >= 10 else f"{v:.2f}")
+
+print()
+print(f"CPU model benchmark {date}: {cpu}, {ours['threads']} threads, isa {ours['isa']}; "
+      f"floors: read {ours['read_bandwidth_bytes_per_s']/1e9:.1f} GB/s, FMA peak {ours['fma_peak_flops']/1e9:.0f} GFLOP/s; "
+      f"load average before ours {load_ours}, before peer {load_peer}")
+print()
+print("| metric | unit | TokenWire | PyTorch | TokenWire vs PyTorch | floor | TokenWire / floor | target |")
+print("|---|---|---|---|---|---|---|---|")
+for label, o, p, f, unit, higher, target in rows:
+    speedup = None if p is None else (o / p if higher else p / o)
+    of_floor = o / f if higher else f / o  # fraction of the floor's speed reached
+    print(f"| {label} | {unit} | {fmt(o)} | {fmt(p)} | {('%.2fx' % speedup) if speedup else 'n/a'} | "
+          f"{fmt(f)} | {of_floor*100:.0f}% | {target} |")
+print()
+print(f"raw results: {out_path}")
+PY

@@ -1,0 +1,650 @@
+#include "api/app.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+
+#include "api/sse_subscription.h"
+#include "backend/events.h"
+#include "backend/mock_backend.h"
+#include "json/json.h"
+
+namespace tw::api {
+
+namespace {
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// Constant-time comparison of two byte strings (length is not secret).
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+const std::vector<double> kLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06,
+                                             0.08,  0.1,    0.15,  0.2,  0.21, 0.25, 0.3,
+                                             0.5,   0.75,   1.0,   2.5,  5.0,  10.0};
+const std::vector<double> kFastBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                          0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                          0.5,     1.0,    2.5};
+
+}  // namespace
+
+// Collects a whole stream for POST /v1/generate and answers once at the end.
+class CollectSubscription : public stream::Subscription {
+ public:
+  CollectSubscription(http::Responder r, std::string stream_id, std::function<void(void*)> done)
+      : responder_(std::move(r)), stream_id_(std::move(stream_id)), done_(std::move(done)) {}
+
+  stream::DeliverResult Deliver(const stream::Event& ev) override {
+    if (ev.type == stream::EventType::kToken || ev.terminal()) {
+      json::Value v;
+      json::ParseLimits lim;
+      lim.max_bytes = ev.data.size() + 1;
+      if (json::Parse(ev.data, &v, lim).ok()) {
+        if (ev.type == stream::EventType::kToken) {
+          if (const json::Value* t = v.Find("token")) tokens_.push_back(t->as_int());
+          if (const json::Value* t = v.Find("text")) text_ += t->as_string();
+        } else {
+          last_ = std::move(v);
+        }
+      }
+    }
+    return stream::DeliverResult::kTaken;
+  }
+
+  void Complete() override {
+    if (last_.Find("type") != nullptr && last_.Find("finish_reason") == nullptr) {
+      // A stream-level error event (e.g. queue_timeout): an error answer.
+      const json::Value* type = last_.Find("type");
+      const json::Value* msg = last_.Find("message");
+      const json::Value* retry = last_.Find("retryable");
+      responder_.SendError(503, type->is_string() ? type->as_string() : "internal",
+                           msg && msg->is_string() ? msg->as_string() : "generation failed",
+                           retry && retry->is_bool() && retry->as_bool());
+    } else {
+      std::string body;
+      json::Writer w(&body);
+      w.BeginObject();
+      w.Key("stream");
+      w.String(stream_id_);
+      w.Key("text");
+      w.String(text_);
+      w.Key("tokens");
+      w.BeginArray();
+      for (int64_t t : tokens_) w.Int(t);
+      w.EndArray();
+      const json::Value* fr = last_.Find("finish_reason");
+      w.Key("finish_reason");
+      w.String(fr && fr->is_string() ? fr->as_string() : "error");
+      w.Key("usage");
+      const json::Value* usage = last_.Find("usage");
+      if (usage) {
+        w.Raw(json::Serialize(*usage));
+      } else {
+        w.Null();
+      }
+      w.EndObject();
+      responder_.Send(200, "application/json", body);
+    }
+    Finish();
+  }
+
+  void End(const stream::SubscriberEnd& end) override {
+    responder_.SendError(503, end.type, end.message, end.retryable,
+                         {{"resume_from", std::to_string(end.resume_from)},
+                          {"stream", "\"" + stream_id_ + "\""}});
+    Finish();
+  }
+
+ private:
+  void Finish() {
+    auto d = std::move(done_);
+    done_ = nullptr;
+    if (d) d(this);
+  }
+  http::Responder responder_;
+  std::string stream_id_;
+  std::function<void(void*)> done_;
+  std::vector<int64_t> tokens_;
+  std::string text_;
+  json::Value last_;
+};
+
+App::App(Config config) : config_(std::move(config)) {}
+
+App::~App() {
+  hub_.reset();
+  server_.reset();
+  if (backend_) backend_->Shutdown();
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+}
+
+Status App::Init(bool watch_signals) {
+  net::IgnoreSigpipe();
+  if (Status s = loop_.Init(); !s.ok()) return s;
+
+  // Tokenizer: the model folder's files, else the copy embedded in the binary.
+  std::string source;
+  Status ts = config_.model_dir.empty()
+                  ? tokenizer::Tokenizer::LoadEmbedded(&tokenizer_)
+                  : tokenizer::Tokenizer::LoadFromDirOrEmbedded(config_.model_dir, &tokenizer_, &source);
+  if (!ts.ok()) return Status::Error("tokenizer: " + ts.message());
+
+  m_ttft_ = metrics_.AddHistogram("time_to_first_token_seconds",
+                                  "Time from request arrival to its first generated token.",
+                                  kLatencyBuckets);
+  m_itl_ = metrics_.AddHistogram("inter_token_latency_seconds",
+                                 "Time between successive generated tokens of one request.",
+                                 kFastBuckets);
+  m_cancel_ = metrics_.AddHistogram("cancellation_latency_seconds",
+                                    "Time from a cancel (DELETE, linger, stall, shutdown) to the "
+                                    "producer's exit.",
+                                    kFastBuckets);
+  m_tokens_generated_ = metrics_.AddCounter("tokens_generated_total", "Tokens generated.");
+
+  if (config_.backend == "mock") {
+    backend::MockOptions mo;
+    mo.ttft_ms = static_cast<int>(config_.mock_ttft_ms);
+    mo.tokens_per_s = config_.mock_tokens_per_s;
+    // The mock has no attention window: any prompt + max_new_tokens the
+    // request bounds allow is fine.
+    mo.context_length = 1 << 30;
+    backend_ = std::make_unique<backend::MockBackend>(mo, &tokenizer_);
+  } else {
+    return Status::Error("--backend " + config_.backend +
+                         ": not available in this build (use --backend mock)");
+  }
+  model_name_ = backend_->model_name();
+
+  bounds_.max_new_tokens = static_cast<int>(config_.max_new_tokens);
+  bounds_.default_new_tokens = static_cast<int>(config_.default_new_tokens);
+  bounds_.context_length = backend_->context_length();
+  bounds_.max_stop_strings = static_cast<size_t>(config_.max_stop_strings);
+  bounds_.max_stop_bytes = static_cast<size_t>(config_.max_stop_bytes);
+  bounds_.max_json_depth = static_cast<int>(config_.max_json_depth);
+  bounds_.vocab_size = static_cast<int>(tokenizer_.vocab_size());
+  stream::ParsePolicy(config_.policy, &default_policy_);
+
+  stream::HubOptions ho;
+  ho.policy = default_policy_;
+  ho.subscriber_lag_events = static_cast<size_t>(config_.subscriber_lag_events);
+  ho.stall_timeout_ms = config_.stall_timeout_ms;
+  ho.linger_ms = config_.linger_ms;
+  ho.retain_ms = config_.retain_ms;
+  ho.max_streams = static_cast<size_t>(config_.max_streams);
+  ho.stream_limits.resume_window_events = static_cast<size_t>(config_.resume_window_events);
+  ho.stream_limits.max_subscribers = static_cast<size_t>(config_.max_subscribers);
+  ho.stream_limits.metrics = {m_ttft_, m_itl_, m_tokens_generated_};
+  ho.cancel_latency_seconds = m_cancel_;
+  hub_ = std::make_unique<stream::StreamHub>(&loop_, backend_.get(), ho);
+  hub_->set_instance_tag(config_.instance_tag);
+
+  http::ServerOptions so;
+  so.host = config_.host;
+  so.port = config_.port;
+  so.max_connections = static_cast<size_t>(config_.max_connections);
+  so.max_header_bytes = static_cast<size_t>(config_.max_header_bytes);
+  so.max_headers = static_cast<size_t>(config_.max_headers);
+  so.max_body_bytes = static_cast<size_t>(config_.max_body_bytes);
+  so.header_timeout_ms = config_.header_timeout_ms;
+  so.keep_alive_idle_ms = config_.keep_alive_idle_ms;
+  so.max_output_bytes = static_cast<size_t>(config_.max_output_bytes);
+  so.write_low_watermark_bytes = so.max_output_bytes / 4;
+  so.socket_send_buffer_bytes = static_cast<int>(config_.socket_send_buffer_bytes);
+  AddRoutes();
+  server_ = std::make_unique<http::Server>(&loop_, so, &router_, &metrics_);
+  if (Status s = server_->Start(); !s.ok()) return s;
+  port_ = server_->port();
+
+  if (watch_signals) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return Status::Error("pthread_sigmask failed");
+    signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (signal_fd_ < 0) return Status::FromErrno("signalfd");
+    Status s = loop_.AddFileEvent(signal_fd_, net::kReadable, [this](int fd, int) {
+      signalfd_siginfo info;
+      while (::read(fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      }
+      BeginShutdown();
+    });
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status App::Run() {
+  std::printf("listening on %s:%d\n", config_.host.c_str(), port_.load());
+  std::fflush(stdout);
+  Status s = loop_.Run();
+  // The loop has stopped: nothing else runs on it. Stop the producers.
+  if (backend_) backend_->Shutdown();
+  return s;
+}
+
+void App::RequestShutdown() {
+  loop_.Post([this] { BeginShutdown(); });
+}
+
+void App::BeginShutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  std::fprintf(stderr, "shutting down: draining for at most %lld ms\n",
+               static_cast<long long>(config_.drain_ms));
+  hub_->BeginShutdown();
+  server_->BeginShutdown([this] { loop_.Stop(); });
+  loop_.AddTimer(config_.drain_ms, [this] { loop_.Stop(); });
+}
+
+http::Headers App::CorsHeaders() const {
+  http::Headers h;
+  if (!config_.cors_origin.empty()) {
+    h.emplace_back("Access-Control-Allow-Origin", config_.cors_origin);
+    h.emplace_back("Access-Control-Expose-Headers", "X-Stream-Id");
+  }
+  return h;
+}
+
+bool App::Authorized(const http::Request& req, http::Responder& r) {
+  if (config_.api_key.empty()) return true;
+  std::string_view auth = req.Header("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() > kBearer.size() && auth.substr(0, kBearer.size()) == kBearer &&
+      SameSecret(auth.substr(kBearer.size()), config_.api_key)) {
+    return true;
+  }
+  r.SendError(401, "unauthorized", "missing or wrong API key (Authorization: Bearer KEY)", false, {},
+              {{"WWW-Authenticate", "Bearer"}});
+  return false;
+}
+
+void App::SendRequestError(http::Responder& r, const RequestError& e) {
+  http::JsonFields extra;
+  if (e.offset >= 0) extra.push_back({"offset", std::to_string(e.offset)});
+  r.SendError(e.status, e.type, e.message, false, extra, CorsHeaders());
+}
+
+void App::AddRoutes() {
+  auto guarded = [this](auto fn) {
+    return [this, fn](const http::Request& req, http::Responder r) {
+      if (!Authorized(req, r)) return;
+      (this->*fn)(req, std::move(r));
+    };
+  };
+  router_.Add("GET", "/healthz", [](const http::Request&, http::Responder r) {
+    r.Send(200, "application/json", "{\"status\":\"ok\"}");
+  });
+  router_.Add("GET", "/readyz", [this](const http::Request&, http::Responder r) {
+    if (shutting_down_) {
+      r.SendError(503, "shutting_down", "the server is draining", true, {}, {{"Retry-After", "1"}});
+    } else {
+      r.Send(200, "application/json", "{\"status\":\"ready\"}");
+    }
+  });
+  router_.Add("GET", "/metrics", [this](const http::Request&, http::Responder r) { HandleMetrics(std::move(r)); });
+  router_.Add("GET", "/stats", [this](const http::Request&, http::Responder r) { HandleStats(std::move(r)); });
+  router_.Add("POST", "/v1/stream", [this](const http::Request& req, http::Responder r) {
+    if (!Authorized(req, r)) return;
+    HandleStream(req, std::move(r), true);
+  });
+  router_.Add("POST", "/v1/streams", [this](const http::Request& req, http::Responder r) {
+    if (!Authorized(req, r)) return;
+    HandleStream(req, std::move(r), false);
+  });
+  router_.Add("POST", "/v1/generate", guarded(&App::HandleGenerate));
+  router_.Add("GET", "/v1/streams/{id}/events", guarded(&App::HandleEvents));
+  router_.Add("GET", "/v1/streams/{id}", guarded(&App::HandleStatus));
+  router_.Add("DELETE", "/v1/streams/{id}", guarded(&App::HandleDelete));
+  router_.Add("POST", "/v1/tokenize", guarded(&App::HandleTokenize));
+  router_.Add("POST", "/v1/detokenize", guarded(&App::HandleDetokenize));
+  if (config_.lab) router_.Add("GET", "/lab/emissions/{id}", guarded(&App::HandleEmissions));
+}
+
+std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, http::Responder& r) {
+  if (shutting_down_) {
+    r.SendError(503, "shutting_down", "the server is shutting down", true, {},
+                {{"Retry-After", "1"}});
+    return nullptr;
+  }
+  ParsedGeneration g;
+  RequestError err;
+  if (!ParseGenerationRequest(req.body, tokenizer_, bounds_, default_policy_, &g, &err)) {
+    SendRequestError(r, err);
+    return nullptr;
+  }
+  auto s = hub_->Create(g.policy);
+  if (!s) {
+    r.SendError(503, "overloaded", "too many streams (--max-streams)", true,
+                {{"retry_after_ms", "1000"}}, {{"Retry-After", "1"}});
+    return nullptr;
+  }
+  int prompt_tokens = static_cast<int>(g.request.prompt_tokens.size());
+  s->Append(stream::EventType::kStart, backend::StartEventData(s->id(), model_name_, prompt_tokens));
+  backend::SubmitRefusal refusal;
+  if (!backend_->Submit(s, std::move(g.request), &refusal)) {
+    hub_->Abandon(s);
+    int64_t retry_s = std::max<int64_t>(1, (refusal.retry_after_ms + 999) / 1000);
+    r.SendError(refusal.http_status, refusal.type, refusal.message, true,
+                {{"retry_after_ms", std::to_string(refusal.retry_after_ms)}},
+                {{"Retry-After", std::to_string(retry_s)}});
+    return nullptr;
+  }
+  return s;
+}
+
+void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after) {
+  SseSubscription::Options o;
+  o.heartbeat_ms = config_.heartbeat_ms;
+  o.stream_id = s->id();
+  o.extra_headers = CorsHeaders();
+  http::Responder keep = r;
+  auto sub = std::make_shared<SseSubscription>(
+      &loop_, hub_.get(), std::move(r), std::move(o), [this](SseSubscription* self) {
+        auto it = subscriptions_.find(self);
+        if (it != subscriptions_.end()) {
+          loop_.ReleaseLater(std::move(it->second));  // freed after this callback returns
+          subscriptions_.erase(it);
+        }
+      });
+  subscriptions_[sub.get()] = sub;
+  uint64_t oldest = 0;
+  stream::Stream::AttachResult res = hub_->Attach(s, sub.get(), after, &oldest);
+  if (res == stream::Stream::AttachResult::kOk) {
+    // Headers go out now even if no event is due yet (a resume at the head).
+    if (subscriptions_.count(sub.get())) sub->Start();
+    return;
+  }
+  subscriptions_.erase(sub.get());
+  loop_.ReleaseLater(sub);
+  if (res == stream::Stream::AttachResult::kWindowExceeded) {
+    keep.SendError(409, "resume_window_exceeded",
+                   "event " + std::to_string(after + 1) +
+                       " has left the resume window; the oldest event still held is " +
+                       std::to_string(oldest),
+                   false, {{"oldest_available", std::to_string(oldest)}}, CorsHeaders());
+  } else {
+    keep.SendError(503, "overloaded", "too many subscribers on this stream (--max-subscribers)",
+                   true, {}, {{"Retry-After", "1"}});
+  }
+}
+
+void App::HandleStream(const http::Request& req, http::Responder r, bool attach) {
+  auto s = StartGeneration(req, r);
+  if (!s) return;
+  if (attach) {
+    AttachSse(s, std::move(r), 0);
+    return;
+  }
+  hub_->StartDetached(s);
+  std::string body = "{\"stream\":\"" + s->id() + "\",\"events\":\"/v1/streams/" + s->id() + "/events\"}";
+  http::Headers h = CorsHeaders();
+  h.emplace_back("X-Stream-Id", s->id());
+  h.emplace_back("Location", "/v1/streams/" + s->id());
+  r.Send(201, "application/json", body, h);
+}
+
+void App::HandleGenerate(const http::Request& req, http::Responder r) {
+  auto s = StartGeneration(req, r);
+  if (!s) return;
+  auto sub = std::make_shared<CollectSubscription>(r, s->id(), [this](void* self) {
+    auto it = subscriptions_.find(self);
+    if (it != subscriptions_.end()) {
+      loop_.ReleaseLater(std::move(it->second));
+      subscriptions_.erase(it);
+    }
+  });
+  subscriptions_[sub.get()] = sub;
+  uint64_t oldest = 0;
+  hub_->Attach(s, sub.get(), 0, &oldest);  // a fresh stream: cannot be refused
+}
+
+void App::HandleEvents(const http::Request& req, http::Responder r) {
+  std::string id(r.Param("id"));
+  auto s = hub_->Find(id);
+  if (!s) {
+    hub_->CountResumeNotFound();
+    r.SendError(404, "not_found", "unknown or expired stream '" + id + "'", false, {}, CorsHeaders());
+    return;
+  }
+  uint64_t after = 0;
+  std::string_view v = req.Header("Last-Event-ID");
+  const char* source = "Last-Event-ID";
+  if (v.empty()) {
+    v = req.QueryParam("after");
+    source = "after";
+  }
+  if (v.empty()) {
+    v = req.QueryParam("starting_after");
+    source = "starting_after";
+  }
+  if (!v.empty() && !ParseU64(v, &after)) {
+    r.SendError(400, "invalid_request",
+                std::string(source) + " must be a non-negative integer (an event id)", false, {},
+                CorsHeaders());
+    return;
+  }
+  AttachSse(s, std::move(r), after);
+}
+
+void App::HandleStatus(const http::Request&, http::Responder r) {
+  std::string id(r.Param("id"));
+  auto s = hub_->Find(id);
+  if (!s) {
+    r.SendError(404, "not_found", "unknown or expired stream '" + id + "'", false, {}, CorsHeaders());
+    return;
+  }
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("stream");
+  w.String(s->id());
+  w.Key("state");
+  w.String(s->finished() ? "finished" : hub_->paused(*s) ? "paused" : "running");
+  w.Key("policy");
+  w.String(stream::PolicyName(hub_->policy_of(*s)));
+  w.Key("last_event_id");
+  w.Int(static_cast<int64_t>(s->head_seq()));
+  w.Key("oldest_available");
+  w.Int(static_cast<int64_t>(s->oldest_seq()));
+  w.Key("subscribers");
+  w.Int(static_cast<int64_t>(s->subscriber_count()));
+  w.Key("bytes_held");
+  w.Int(static_cast<int64_t>(s->bytes_held()));
+  w.EndObject();
+  r.Send(200, "application/json", body, CorsHeaders());
+}
+
+void App::HandleDelete(const http::Request&, http::Responder r) {
+  std::string id(r.Param("id"));
+  auto s = hub_->Find(id);
+  if (!s) {
+    r.SendError(404, "not_found", "unknown or expired stream '" + id + "'", false, {}, CorsHeaders());
+    return;
+  }
+  http::Headers h = CorsHeaders();
+  // 204 only once the producer has exited (and, for the engine, released
+  // its KV blocks): the hub runs this callback at that moment.
+  hub_->Cancel(s, [r, h]() mutable { r.Send(204, "", "", h); });
+}
+
+void App::HandleTokenize(const http::Request& req, http::Responder r) {
+  json::Value v;
+  json::ParseLimits lim;
+  lim.max_bytes = req.body.size() + 1;
+  lim.max_depth = static_cast<int>(config_.max_json_depth);
+  size_t off = 0;
+  Status st = json::Parse(req.body, &v, lim, &off);
+  if (!st.ok()) {
+    SendRequestError(r, {400, "invalid_json", st.message(), static_cast<int64_t>(off)});
+    return;
+  }
+  const json::Value* text = v.Find("text");
+  if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
+    SendRequestError(r, {400, "invalid_request", "expected {\"text\": string}", -1});
+    return;
+  }
+  std::vector<tokenizer::TokenId> ids = tokenizer_.Encode(text->as_string());
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("tokens");
+  w.BeginArray();
+  for (auto id : ids) w.Int(id);
+  w.EndArray();
+  w.Key("count");
+  w.Int(static_cast<int64_t>(ids.size()));
+  w.EndObject();
+  r.Send(200, "application/json", body, CorsHeaders());
+}
+
+void App::HandleDetokenize(const http::Request& req, http::Responder r) {
+  json::Value v;
+  json::ParseLimits lim;
+  lim.max_bytes = req.body.size() + 1;
+  lim.max_depth = static_cast<int>(config_.max_json_depth);
+  size_t off = 0;
+  Status st = json::Parse(req.body, &v, lim, &off);
+  if (!st.ok()) {
+    SendRequestError(r, {400, "invalid_json", st.message(), static_cast<int64_t>(off)});
+    return;
+  }
+  const json::Value* toks = v.Find("tokens");
+  if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
+    SendRequestError(r, {400, "invalid_request", "expected {\"tokens\": [ids]}", -1});
+    return;
+  }
+  std::vector<tokenizer::TokenId> ids;
+  for (size_t i = 0; i < toks->items().size(); i++) {
+    const json::Value& t = toks->items()[i];
+    if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
+      SendRequestError(r, {422, "invalid_request",
+                           "tokens[" + std::to_string(i) + "] is not a token id", -1});
+      return;
+    }
+    ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
+  }
+  std::string bytes;
+  Status ds = tokenizer_.Decode(ids, &bytes);
+  if (!ds.ok()) {
+    SendRequestError(r, {422, "invalid_request", ds.message(), -1});
+    return;
+  }
+  // Token bytes need not be valid UTF-8 on their own; the writer replaces
+  // invalid sequences with U+FFFD so the answer is always valid JSON.
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("text");
+  w.String(bytes);
+  w.EndObject();
+  r.Send(200, "application/json", body, CorsHeaders());
+}
+
+void App::HandleMetrics(http::Responder r) {
+  std::string text = metrics_.RenderPrometheus();
+  const stream::HubCounters& c = hub_->counters();
+  auto gauge = [&](const char* name, const char* help, uint64_t v) {
+    text += std::string("# HELP tokenwire_") + name + " " + help + "\n# TYPE tokenwire_" + name +
+            " gauge\ntokenwire_" + name + " " + std::to_string(v) + "\n";
+  };
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    text += std::string("# HELP tokenwire_") + name + " " + help + "\n# TYPE tokenwire_" + name +
+            " counter\ntokenwire_" + name + " " + std::to_string(v) + "\n";
+  };
+  gauge("active_streams", "Streams whose generation has not finished.", hub_->live_streams());
+  gauge("registered_streams", "Streams held (live or retained for resume).", hub_->registered_streams());
+  gauge("active_subscribers", "Subscribers attached to streams.", hub_->subscriber_count());
+  gauge("stream_bytes_held", "Event payload bytes held in resume rings.", hub_->bytes_held());
+  counter("streams_created_total", "Streams created.", c.streams_created);
+  counter("tokens_delivered_total", "Token events taken by a client socket (once per stream).", c.tokens_delivered);
+  counter("tokens_never_delivered_total", "Token events of finished streams that no client took.", c.tokens_never_delivered);
+  counter("slow_client_detaches_total", "Subscribers detached by drop_slow.", c.slow_client_detaches);
+  counter("producer_pauses_total", "Times a policy paused a producer.", c.pauses);
+  counter("producer_unpauses_total", "Times a paused producer was resumed.", c.unpauses);
+  counter("stall_cancels_total", "Generations cancelled by pause_then_cancel.", c.stall_cancels);
+  counter("linger_cancels_total", "Generations cancelled after --linger-ms without a subscriber.", c.linger_cancels);
+  counter("delete_cancels_total", "Generations cancelled by DELETE.", c.delete_cancels);
+  text += "# HELP tokenwire_resumes_total Resume attempts by result.\n# TYPE tokenwire_resumes_total counter\n";
+  text += "tokenwire_resumes_total{result=\"ok\"} " + std::to_string(c.resumes_ok) + "\n";
+  text += "tokenwire_resumes_total{result=\"window_exceeded\"} " + std::to_string(c.resumes_window_exceeded) + "\n";
+  text += "tokenwire_resumes_total{result=\"not_found\"} " + std::to_string(c.resumes_not_found) + "\n";
+  text += "# HELP tokenwire_streams_finished_total Streams by outcome (finish_reason).\n# TYPE tokenwire_streams_finished_total counter\n";
+  for (const auto& [reason, n] : c.outcomes) {
+    text += "tokenwire_streams_finished_total{outcome=\"" + reason + "\"} " + std::to_string(n) + "\n";
+  }
+  r.Send(200, "text/plain; version=0.0.4; charset=utf-8", text);
+}
+
+void App::HandleStats(http::Responder r) {
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("streams");
+  w.BeginObject();
+  w.Key("live");
+  w.Int(static_cast<int64_t>(hub_->live_streams()));
+  w.Key("registered");
+  w.Int(static_cast<int64_t>(hub_->registered_streams()));
+  w.Key("subscribers");
+  w.Int(static_cast<int64_t>(hub_->subscriber_count()));
+  w.Key("bytes_held");
+  w.Int(static_cast<int64_t>(hub_->bytes_held()));
+  w.EndObject();
+  w.Key("engine");
+  w.BeginObject();
+  w.Key("backend");
+  w.String(backend_->kind());
+  backend_->WriteStats(&w);
+  w.EndObject();
+  w.Key("connections");
+  w.Int(static_cast<int64_t>(server_->connection_count()));
+  w.EndObject();
+  r.Send(200, "application/json", body);
+}
+
+void App::HandleEmissions(const http::Request&, http::Responder r) {
+  auto* mock = dynamic_cast<backend::MockBackend*>(backend_.get());
+  if (mock == nullptr) {
+    r.SendError(404, "not_found", "emission logs exist only for --backend mock", false);
+    return;
+  }
+  backend::MockBackend::EmissionLog log;
+  std::string id(r.Param("id"));
+  if (!mock->GetEmissionLog(id, &log)) {
+    r.SendError(404, "not_found", "no emission log for '" + id + "'", false);
+    return;
+  }
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("stream");
+  w.String(id);
+  w.Key("tokens");
+  w.BeginArray();
+  for (int32_t t : log.tokens) w.Int(t);
+  w.EndArray();
+  w.Key("exited");
+  w.Bool(log.exited);
+  w.Key("finish_reason");
+  w.String(log.finish_reason);
+  if (log.exited && log.cancel_requested != stream::Clock::time_point{}) {
+    w.Key("cancel_to_exit_us");
+    w.Int(std::chrono::duration_cast<std::chrono::microseconds>(log.exit_time - log.cancel_requested).count());
+  }
+  w.EndObject();
+  r.Send(200, "application/json", body);
+}
+
+}  // namespace tw::api

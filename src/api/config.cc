@@ -1,0 +1,190 @@
+#include "api/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace tw::api {
+
+namespace {
+
+struct IntFlag {
+  const char* name;
+  int64_t Config::*field;
+  int64_t min;
+  int64_t max;
+  const char* help;
+};
+
+const IntFlag kIntFlags[] = {
+    {"--subscriber-lag", &Config::subscriber_lag_events, 1, 1 << 20,
+     "events a subscriber may lag behind the head before its policy acts"},
+    {"--stall-timeout-ms", &Config::stall_timeout_ms, 1, 3600000,
+     "pause_then_cancel: longest pause before the generation is cancelled"},
+    {"--linger-ms", &Config::linger_ms, 0, 3600000,
+     "a stream with no subscriber is cancelled after this (0 = at once)"},
+    {"--heartbeat-ms", &Config::heartbeat_ms, 10, 3600000,
+     "SSE comment / WebSocket ping on an idle stream every this often"},
+    {"--retain-ms", &Config::retain_ms, 0, 86400000,
+     "a finished stream stays resumable for this long"},
+    {"--drain-ms", &Config::drain_ms, 0, 3600000, "SIGTERM: exit within this"},
+    {"--max-batch", &Config::max_batch, 1, 4096, "sequences decoded together (engine)"},
+    {"--kv-blocks", &Config::kv_blocks, 0, 1 << 24, "KV cache blocks (0 = max-batch full contexts)"},
+    {"--block-size", &Config::block_size, 1, 1024, "tokens per KV block"},
+    {"--max-waiting", &Config::max_waiting, 0, 1 << 20,
+     "requests waiting for a batch slot; beyond: 503 overloaded"},
+    {"--max-new-tokens", &Config::max_new_tokens, 1, 1 << 20, "largest max_new_tokens a request may ask"},
+    {"--default-new-tokens", &Config::default_new_tokens, 1, 1 << 20,
+     "max_new_tokens when a request does not say"},
+    {"--resume-window", &Config::resume_window_events, 1, 1 << 22,
+     "events each stream keeps for resume (its ring)"},
+    {"--max-streams", &Config::max_streams, 1, 1 << 22, "live + retained streams; beyond: 503"},
+    {"--max-subscribers", &Config::max_subscribers, 1, 1024, "subscribers attached to one stream"},
+    {"--max-stop-strings", &Config::max_stop_strings, 0, 64, "stop strings per request"},
+    {"--max-stop-bytes", &Config::max_stop_bytes, 1, 4096, "bytes per stop string"},
+    {"--max-connections", &Config::max_connections, 1, 1 << 22,
+     "open connections; beyond: 503 and close"},
+    {"--max-header-bytes", &Config::max_header_bytes, 256, 1 << 22, "request head bytes (431)"},
+    {"--max-headers", &Config::max_headers, 1, 10000, "request header count (431)"},
+    {"--max-body-bytes", &Config::max_body_bytes, 0, 1 << 30, "request body bytes (413)"},
+    {"--max-json-depth", &Config::max_json_depth, 1, 10000, "JSON nesting depth (400)"},
+    {"--header-timeout-ms", &Config::header_timeout_ms, 10, 3600000,
+     "a request must arrive whole within this of its first byte (408)"},
+    {"--keep-alive-idle-ms", &Config::keep_alive_idle_ms, 10, 86400000,
+     "idle keep-alive connections are closed after this"},
+    {"--max-output-bytes", &Config::max_output_bytes, 4096, 1 << 30,
+     "per-connection output buffer (user space) for streams"},
+    {"--socket-send-buffer-bytes", &Config::socket_send_buffer_bytes, 0, 1 << 30,
+     "SO_SNDBUF of each connection (0 = the kernel's autotuned default)"},
+    {"--mock-ttft-ms", &Config::mock_ttft_ms, 0, 3600000, "mock backend: time to first token"},
+};
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
+  if (const char* k = std::getenv("TOKENWIRE_API_KEY")) cfg->api_key = k;
+  for (int i = first; i < argc; i++) {
+    std::string_view a = argv[i];
+    std::string_view value;
+    std::string name(a);
+    bool has_inline = false;
+    if (size_t eq = a.find('='); eq != std::string_view::npos && a.substr(0, 2) == "--") {
+      name = std::string(a.substr(0, eq));
+      value = a.substr(eq + 1);
+      has_inline = true;
+    }
+    auto next = [&](std::string_view* v) -> Status {
+      if (has_inline) {
+        *v = value;
+        return Status::Ok();
+      }
+      if (i + 1 >= argc) return Status::Error(name + ": missing value");
+      *v = argv[++i];
+      return Status::Ok();
+    };
+    std::string_view v;
+    if (name == "--lab") {
+      cfg->lab = true;
+      continue;
+    }
+    bool matched = false;
+    for (const IntFlag& f : kIntFlags) {
+      if (name != f.name) continue;
+      matched = true;
+      if (Status s = next(&v); !s.ok()) return s;
+      int64_t n = 0;
+      if (!ParseInt(v, &n) || n < f.min || n > f.max) {
+        return Status::Error(name + ": expected an integer in [" + std::to_string(f.min) + ", " +
+                             std::to_string(f.max) + "], got '" + std::string(v) + "'");
+      }
+      cfg->*f.field = n;
+    }
+    if (matched) continue;
+    if (Status s = next(&v); !s.ok()) return s;
+    if (name == "--model") {
+      cfg->model_dir = v;
+    } else if (name == "--backend") {
+      if (v != "cpu" && v != "cuda" && v != "mock") return Status::Error("--backend: cpu, cuda or mock");
+      cfg->backend = v;
+    } else if (name == "--host") {
+      cfg->host = v;
+    } else if (name == "--port") {
+      int64_t n = 0;
+      if (!ParseInt(v, &n) || n < 0 || n > 65535) return Status::Error("--port: 0..65535");
+      cfg->port = static_cast<int>(n);
+    } else if (name == "--threads") {
+      int64_t n = 0;
+      if (!ParseInt(v, &n) || n < 0 || n > 1024) return Status::Error("--threads: 0..1024");
+      cfg->threads = static_cast<int>(n);
+    } else if (name == "--policy") {
+      if (v != "drop_slow" && v != "pause_producer" && v != "pause_then_cancel") {
+        return Status::Error("--policy: drop_slow, pause_producer or pause_then_cancel");
+      }
+      cfg->policy = v;
+    } else if (name == "--api-key") {
+      cfg->api_key = v;
+    } else if (name == "--cors-origin") {
+      cfg->cors_origin = v;
+    } else if (name == "--instance-tag") {
+      for (char c : v) {
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
+          return Status::Error("--instance-tag: lowercase letters and digits only");
+        }
+      }
+      if (v.empty() || v.size() > 16) return Status::Error("--instance-tag: 1..16 characters");
+      cfg->instance_tag = v;
+    } else if (name == "--mock-tokens-per-s") {
+      char* end = nullptr;
+      std::string s(v);
+      double d = std::strtod(s.c_str(), &end);
+      if (end == s.c_str() || *end != '\0' || !(d > 0 && d <= 1e6)) {
+        return Status::Error("--mock-tokens-per-s: a number in (0, 1e6]");
+      }
+      cfg->mock_tokens_per_s = d;
+    } else {
+      return Status::Error("unknown flag '" + name + "' (see tokenwire serve --help)");
+    }
+  }
+  if (cfg->subscriber_lag_events >= cfg->resume_window_events) {
+    return Status::Error("--subscriber-lag (" + std::to_string(cfg->subscriber_lag_events) +
+                         ") must be below --resume-window (" +
+                         std::to_string(cfg->resume_window_events) +
+                         "): a detached client must be able to resume");
+  }
+  if (cfg->default_new_tokens > cfg->max_new_tokens) cfg->default_new_tokens = cfg->max_new_tokens;
+  return Status::Ok();
+}
+
+std::string ServeHelp() {
+  Config d;
+  std::string h =
+      "usage: tokenwire serve [flags]\n\n"
+      "  --model DIR                 Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
+      "                              vocab.json + merges.txt); default: none\n"
+      "  --backend cpu|cuda|mock     default " + d.backend + "\n"
+      "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
+      "  --host ADDR                 default " + d.host + "\n"
+      "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
+      "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"
+      "  --api-key KEY               require 'Authorization: Bearer KEY' on /v1/* (or TOKENWIRE_API_KEY)\n"
+      "  --cors-origin ORIGIN        send CORS headers for this origin; default none\n"
+      "  --instance-tag TAG          put TAG into stream ids (s_TAG_...) for routing; default none\n"
+      "  --lab                       enable /lab/* endpoints (mock emission log); default off\n"
+      "  --mock-tokens-per-s R       mock backend rate; default 20\n";
+  for (const IntFlag& f : kIntFlags) {
+    std::string line = "  " + std::string(f.name) + " N";
+    if (line.size() < 30) line.append(30 - line.size(), ' ');
+    line += std::string(f.help) + "; default " + std::to_string(d.*f.field) + "\n";
+    h += line;
+  }
+  return h;
+}
+
+}  // namespace tw::api

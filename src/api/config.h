@@ -1,0 +1,70 @@
+// Config: every flag of `tokenwire serve`, with its default, in one place.
+//
+// Each bound of DESIGN.md §1 is a field here with its unit in its name, and a
+// flag of the same name. ParseServeFlags() fills a Config from argv and
+// rejects unknown flags and out-of-range values with a message naming the
+// flag; ServeHelp() prints every flag with its default.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tw::api {
+
+struct Config {
+  // Model and backend.
+  std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
+  std::string backend = "mock"; // --backend cpu|cuda|mock
+  int threads = 0;              // --threads (0 = one per core)
+  // Listening.
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;          // --api-key or TOKENWIRE_API_KEY
+  std::string cors_origin;      // --cors-origin
+  std::string instance_tag;     // --instance-tag: put into stream ids (routing)
+  bool lab = false;             // --lab: lab endpoints (emission log)
+  // Policies.
+  std::string policy = "drop_slow";
+  int64_t subscriber_lag_events = 256;  // --subscriber-lag
+  int64_t stall_timeout_ms = 250;
+  int64_t linger_ms = 5000;
+  int64_t heartbeat_ms = 15000;
+  int64_t retain_ms = 60000;
+  int64_t drain_ms = 10000;
+  // Engine.
+  int64_t max_batch = 32;
+  int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
+  int64_t block_size = 16;
+  int64_t max_waiting = 64;
+  int64_t max_new_tokens = 1024;
+  int64_t default_new_tokens = 64;
+  // Streams.
+  int64_t resume_window_events = 4096;  // --resume-window
+  int64_t max_streams = 4096;           // live + retained streams
+  int64_t max_subscribers = 8;          // per stream
+  int64_t max_stop_strings = 4;
+  int64_t max_stop_bytes = 64;
+  // Connections and HTTP.
+  int64_t max_connections = 4096;
+  int64_t max_header_bytes = 16384;
+  int64_t max_headers = 100;
+  int64_t max_body_bytes = 1 << 20;
+  int64_t max_json_depth = 64;
+  int64_t header_timeout_ms = 10000;
+  int64_t keep_alive_idle_ms = 60000;
+  int64_t max_output_bytes = 256 * 1024;  // per connection, user space
+  int64_t socket_send_buffer_bytes = 0;   // SO_SNDBUF (0 = kernel default)
+  // Mock backend.
+  int64_t mock_ttft_ms = 200;
+  double mock_tokens_per_s = 20.0;
+};
+
+// Parses argv[first..argc) into *cfg (which holds the defaults).
+Status ParseServeFlags(int argc, char** argv, int first, Config* cfg);
+// The text of `tokenwire serve --help`.
+std::string ServeHelp();
+
+}  // namespace tw::api

@@ -1,0 +1,138 @@
+#include "api/sse_subscription.h"
+
+#include "sse/writer.h"
+
+namespace tw::api {
+
+SseSubscription::SseSubscription(net::EventLoop* loop, stream::StreamHub* hub,
+                                 http::Responder responder, Options options,
+                                 std::function<void(SseSubscription*)> on_done)
+    : loop_(loop),
+      hub_(hub),
+      responder_(std::move(responder)),
+      options_(std::move(options)),
+      on_done_(std::move(on_done)) {}
+
+SseSubscription::~SseSubscription() {
+  if (heartbeat_timer_ != 0) loop_->CancelTimer(heartbeat_timer_);
+}
+
+bool SseSubscription::EnsureStarted() {
+  if (writer_) return !writer_->done();
+  if (responder_.closed()) return false;
+  http::Headers h = options_.extra_headers;
+  h.emplace_back("Cache-Control", "no-cache");
+  h.emplace_back("X-Accel-Buffering", "no");
+  h.emplace_back("X-Stream-Id", options_.stream_id);
+  writer_ = responder_.StartStream(200, "text/event-stream; charset=utf-8", h);
+  if (!writer_) return false;
+  std::weak_ptr<SseSubscription> weak = weak_from_this();
+  writer_->OnWritable([weak] {
+    if (auto self = weak.lock()) {
+      if (!self->done_) self->hub_->OnWritable(self.get());
+    }
+  });
+  writer_->OnClose([weak] {
+    if (auto self = weak.lock()) {
+      if (self->done_) return;
+      // The client left: the hub forgets this subscriber (linger starts).
+      self->hub_->Detach(self.get());
+      self->Done();
+    }
+  });
+  scratch_.clear();
+  sse::AppendRetry(&scratch_, 1000);
+  writer_->Write(scratch_);
+  bytes_written_ += scratch_.size();
+  heartbeat_timer_ = loop_->AddRepeatingTimer(options_.heartbeat_ms, [weak] {
+    if (auto self = weak.lock()) self->Heartbeat();
+  });
+  return true;
+}
+
+stream::DeliverResult SseSubscription::Deliver(const stream::Event& event) {
+  if (done_ || !EnsureStarted()) return stream::DeliverResult::kGone;
+  scratch_.clear();
+  sse::AppendEvent(&scratch_, event.seq, stream::EventTypeName(event.type), event.data);
+  if (writer_->buffered_bytes() + scratch_.size() + options_.reserve_bytes >
+      writer_->max_output_bytes()) {
+    return stream::DeliverResult::kNoRoom;
+  }
+  switch (writer_->Write(scratch_)) {
+    case http::StreamWriter::WriteResult::kTaken:
+    case http::StreamWriter::WriteResult::kQueued:
+      bytes_written_ += scratch_.size();
+      wrote_since_heartbeat_ = true;
+      return stream::DeliverResult::kTaken;
+    case http::StreamWriter::WriteResult::kRefused:
+      return stream::DeliverResult::kNoRoom;
+    case http::StreamWriter::WriteResult::kClosed:
+      break;
+  }
+  return stream::DeliverResult::kGone;
+}
+
+void SseSubscription::Complete() {
+  if (done_) return;
+  if (writer_) writer_->Finish();
+  Done();
+}
+
+void SseSubscription::End(const stream::SubscriberEnd& end) {
+  if (done_) return;
+  if (EnsureStarted()) {
+    std::string data = "{\"type\":";
+    http::AppendJsonString(&data, end.type);
+    data += ",\"message\":";
+    http::AppendJsonString(&data, end.message);
+    data += ",\"retryable\":";
+    data += end.retryable ? "true" : "false";
+    data += ",\"resume_from\":" + std::to_string(end.resume_from) + "}";
+    scratch_.clear();
+    sse::AppendEventNoId(&scratch_, "error", data);
+    // The reserve keeps room for this; if even that is refused the client
+    // is not reading at all, and closing tells it as much.
+    auto r = writer_->Write(scratch_);
+    if (r == http::StreamWriter::WriteResult::kRefused) {
+      writer_->Abort();
+    } else {
+      writer_->Finish();
+    }
+  } else if (!responder_.closed()) {
+    // Nothing was sent yet: an ordinary error response.
+    int status = end.type == "shutting_down" ? 503 : 409;
+    responder_.SendError(status, end.type, end.message, end.retryable,
+                         {{"resume_from", std::to_string(end.resume_from)}});
+  }
+  Done();
+}
+
+void SseSubscription::Heartbeat() {
+  if (done_ || !writer_ || writer_->done()) return;
+  if (wrote_since_heartbeat_) {
+    wrote_since_heartbeat_ = false;
+    return;
+  }
+  scratch_.clear();
+  sse::AppendComment(&scratch_, "ping");
+  if (writer_->buffered_bytes() + scratch_.size() + options_.reserve_bytes <=
+      writer_->max_output_bytes()) {
+    writer_->Write(scratch_);
+  }
+}
+
+void SseSubscription::Done() {
+  if (done_) return;
+  done_ = true;
+  if (heartbeat_timer_ != 0) {
+    loop_->CancelTimer(heartbeat_timer_);
+    heartbeat_timer_ = 0;
+  }
+  // The writer's callbacks stay (one of them may be running now); they hold
+  // only a weak reference and check done_.
+  auto cb = std::move(on_done_);
+  on_done_ = nullptr;
+  if (cb) cb(this);
+}
+
+}  // namespace tw::api

@@ -1,0 +1,70 @@
+// tokenwire: the command-line entry point (DESIGN.md §3).
+//
+//   tokenwire serve [flags]          the streaming server
+//   tokenwire generate --model DIR   one completion streamed to stdout
+//
+// This is the only place that turns a failed Status into an exit code.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "api/app.h"
+#include "api/config.h"
+#include "api/generate_cli.h"
+
+namespace {
+
+void Usage(FILE* f) {
+  std::fprintf(f,
+               "usage: tokenwire serve [flags]        (tokenwire serve --help for every flag)\n"
+               "       tokenwire generate --model DIR [--max-new-tokens N] [--temperature T]\n"
+               "                          [--top-k K] [--top-p P] [--seed S] \"prompt\"\n");
+}
+
+int Serve(int argc, char** argv) {
+  for (int i = 2; i < argc; i++) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(tw::api::ServeHelp().c_str(), stdout);
+      return 0;
+    }
+  }
+  tw::api::Config cfg;
+  tw::Status s = tw::api::ParseServeFlags(argc, argv, 2, &cfg);
+  if (!s.ok()) {
+    std::fprintf(stderr, "tokenwire serve: %s\n", s.message().c_str());
+    return 2;
+  }
+  tw::api::App app(cfg);
+  s = app.Init(/*watch_signals=*/true);
+  if (!s.ok()) {
+    std::fprintf(stderr, "tokenwire serve: %s\n", s.message().c_str());
+    return 1;
+  }
+  s = app.Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "tokenwire serve: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "tokenwire: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "serve") return Serve(argc, argv);
+  if (cmd == "generate") return tw::api::GenerateMain(argc, argv, 2);
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "tokenwire: unknown command '%s'\n", argv[1]);
+  Usage(stderr);
+  return 2;
+}
