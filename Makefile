@@ -32,7 +32,7 @@ else
 endif
 
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -Isrc -Itests -MMD -MP \
+CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -Isrc -Itests -Ibench -MMD -MP \
             -DTW_SOURCE_DIR=\"$(CURDIR)\"
 LDFLAGS  := $(SANFLAGS) -pthread
 # The shipped binaries are static; sanitizer builds cannot be.
@@ -122,5 +122,10 @@ bench: all
 
 clean:
 	rm -rf build
+
+# Benchmark programs: each bench/<name>/bench.mk adds its rules (bench/lib
+# first: it defines BENCH_LIB, the shared chart writer).
+include bench/lib/bench.mk
+include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 
 -include $(shell find build -name '*.d' 2>/dev/null)

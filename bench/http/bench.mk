@@ -1,5 +1,6 @@
 # HTTP server micro-benchmark binary. Included by the top-level Makefile (or
-# used directly: make -f Makefile -f bench/http/bench.mk build/bench/http_server_bench).
+# on a Makefile without that include: make -f Makefile -f bench/http/bench.mk
+# build/bench/http_server_bench).
 # Uses the Makefile's $(BUILD), $(CXX), object rule and layer archives.
 
 HTTP_BENCH_BIN := $(BUILD)/bench/http_server_bench

@@ -10,6 +10,8 @@
 #include "api/sse_subscription.h"
 #include "backend/events.h"
 #include "backend/mock_backend.h"
+#include "engine/engine.h"
+#include "engine/model_source.h"
 #include "json/json.h"
 
 namespace tw::api {
@@ -160,9 +162,27 @@ Status App::Init(bool watch_signals) {
     // request bounds allow is fine.
     mo.context_length = 1 << 30;
     backend_ = std::make_unique<backend::MockBackend>(mo, &tokenizer_);
+  } else if (config_.backend == "cpu") {
+    // GPT-2 on the step-driven engine: --model DIR, or random tiny weights.
+    std::shared_ptr<const model::Gpt2Model> model;
+    std::string name;
+    if (Status s = engine::LoadModelForServing(config_.model_dir, &model, &name); !s.ok()) {
+      return Status::Error("--model: " + s.message());
+    }
+    engine::EngineOptions eo;
+    eo.model_name = name;
+    eo.max_batch = static_cast<int>(config_.max_batch);
+    eo.num_kv_blocks = static_cast<int>(config_.kv_blocks);
+    eo.block_size_tokens = static_cast<int>(config_.block_size);
+    eo.max_waiting = static_cast<int>(config_.max_waiting);
+    eo.threads = config_.threads > 0 ? config_.threads : cpu::ThreadPool::HardwareThreads();
+    eo.metrics = &metrics_;
+    std::unique_ptr<engine::Engine> e;
+    if (Status s = engine::Engine::Create(std::move(model), &tokenizer_, eo, &e); !s.ok()) return s;
+    backend_ = std::move(e);
   } else {
     return Status::Error("--backend " + config_.backend +
-                         ": not available in this build (use --backend mock)");
+                         ": not available in this build (use --backend mock or cpu)");
   }
   model_name_ = backend_->model_name();
 

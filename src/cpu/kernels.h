@@ -42,7 +42,7 @@ Status ForceIsa(Isa isa);      // error if this CPU lacks it
 void ResetIsa();               // back to BestIsa()
 
 constexpr int kPanelWidth = 16;  // output columns per packed panel
-constexpr int kKTile = 256;      // K rows per cache tile in Matmul
+constexpr int kKTile = 128;      // K rows per cache tile in Matmul
 
 // A weight of logical shape (in, out), packed by PackWeight*.
 struct PackedWeight {

@@ -94,7 +94,8 @@ class StreamWriter {
   // One chunk. kTaken: in the socket; kQueued: partly or wholly buffered;
   // kRefused: buffered + this chunk would pass max_output_bytes, nothing was
   // written (try again after OnWritable); kClosed: finished, aborted or the
-  // connection is gone. An empty chunk is a no-op (kTaken).
+  // connection is gone. An empty chunk is a no-op (kTaken). A chunk larger
+  // than max_output_bytes (framing included) can never be taken.
   WriteResult Write(std::string_view bytes);
   size_t buffered_bytes() const;
   size_t max_output_bytes() const { return max_output_bytes_; }

@@ -19,9 +19,11 @@
 // max_prefill_chunk_tokens. Nothing is allocated per call.
 //
 // Threading: one thread calls Prefill/DecodeBatch at a time; the work is
-// spread over the ThreadPool. Results do not depend on the thread count, on
-// the batch composition, on the block size or on the prefill chunking: every
-// row's arithmetic is the same sequence of float operations (bitwise equal).
+// spread over the ThreadPool. At a given kernel level (cpu::ActiveIsa()),
+// results do not depend on the thread count, on the batch composition, on
+// the block size or on the prefill chunking: every row's arithmetic is the
+// same sequence of float operations, so the logits are bitwise equal
+// (tests/forward/ checks each). Different levels differ by rounding only.
 // Never: allocates per call, throws, or touches K/V outside the block tables
 // it is given.
 #pragma once

@@ -149,7 +149,7 @@ TEST(ServerTest, SlowlorisGets408WithinTheHeaderTimeout) {
   EXPECT_EQ(r.Header("Connection"), "close");
   EXPECT_NE(r.body.find("\"type\":\"request_timeout\""), std::string::npos) << r.body;
   EXPECT_GE(elapsed, 500);
-  EXPECT_LE(elapsed, 600 + 450);  // deadline + one pacing step + scheduling slack
+  EXPECT_LE(elapsed, 600 + 800);  // deadline + one pacing step + slack for a loaded machine
   EXPECT_TRUE(c.WaitClosed());
   c.Close();  // the server lingers (reading) until our FIN
   EXPECT_TRUE(ServerFixture::WaitFor([&] { return f.server().connection_count() == 0; }));
@@ -168,7 +168,7 @@ TEST(ServerTest, IdleKeepAliveConnectionIsClosedSilently) {
   ASSERT_TRUE(c.ReadResponse(&r));
   int64_t start = NowMs();
   EXPECT_TRUE(c.WaitClosed(3000));
-  EXPECT_GE(NowMs() - start, 150);
+  EXPECT_GE(NowMs() - start, 100);  // not at once (200 ms idle limit, minus scheduling slack)
   EXPECT_TRUE(c.buffer().empty());  // no 408 for an idle connection
 }
 
@@ -523,6 +523,39 @@ TEST(ServerTest, ResponderOfAClosedConnectionIsANoOp) {
     EXPECT_EQ(w->Write("x"), StreamWriter::WriteResult::kClosed);
     pending.clear();
   });
+}
+
+}  // namespace
+}  // namespace tw::testing
+
+namespace tw::testing {
+namespace {
+
+TEST(ServerTest, Http10ClientsGetKeepAliveOnlyWhenAskedAndStreamsUntilClose) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  StreamState st;
+  AddStreamRoute(f.router(), &st);
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Connection"), "keep-alive");
+  // A stream to an HTTP/1.0 client: no chunked coding, the body ends at close.
+  ASSERT_TRUE(c.SendAll("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
+  f.RunOnLoop([&] {
+    EXPECT_EQ(st.writer->Write("one,"), StreamWriter::WriteResult::kTaken);
+    EXPECT_EQ(st.writer->Write("two"), StreamWriter::WriteResult::kTaken);
+    st.writer->Finish();
+  });
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.Header("Transfer-Encoding"), "");
+  EXPECT_EQ(r.Header("Connection"), "close");
+  EXPECT_EQ(r.body, "one,two");
 }
 
 }  // namespace

@@ -1,0 +1,17 @@
+# The streaming load generator (bench/loadgen/) and the RESULTS.md renderer
+# (bench/render/). Included by the top-level Makefile; objects come from its
+# generic $(BUILD)/obj/%.o rule (-Ibench puts "loadgen/..." on the path).
+#
+#   make build/bench/loadgen build/bench/render
+#   bash bench/run.sh        (= make bench)
+
+LOADGEN_BIN := $(BUILD)/bench/loadgen
+RENDER_BIN  := $(BUILD)/bench/render
+
+$(LOADGEN_BIN): $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard bench/loadgen/*.cc)) $(BENCH_LIB) $(LAYER_LIBS)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(filter %.o,$^) $(BENCH_LIB) $(LIBS_GROUP) $(LDFLAGS)
+
+$(RENDER_BIN): $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard bench/render/*.cc)) $(LAYER_LIBS)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)

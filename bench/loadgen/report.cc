@@ -1,0 +1,134 @@
+#include "loadgen/report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include "json/json.h"
+
+namespace tw::loadgen {
+
+double Percentile(std::vector<double>* v, double p) {
+  if (v->empty()) return std::nan("");
+  std::sort(v->begin(), v->end());
+  double rank = std::ceil(p / 100.0 * static_cast<double>(v->size()));
+  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  return (*v)[std::min(i, v->size() - 1)];
+}
+
+std::string Fmt(double v, int decimals) {
+  if (std::isnan(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Status::Error("open " + path + ": " + std::strerror(errno));
+  f << text;
+  f.close();
+  if (!f) return Status::Error("write " + path + " failed");
+  return Status::Ok();
+}
+
+std::string MachineCpu() {
+  std::string model;
+  if (FILE* p = ::popen("lscpu 2>/dev/null", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, p)) {
+      std::string s(line);
+      if (s.rfind("Model name:", 0) == 0) {
+        model = s.substr(11);
+        model.erase(0, model.find_first_not_of(" \t"));
+        while (!model.empty() && (model.back() == '\n' || model.back() == ' ')) model.pop_back();
+        break;
+      }
+    }
+    ::pclose(p);
+  }
+  return model.empty() ? "unknown" : model;
+}
+
+int MachineCores() { return static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)); }
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status Report::Write(const std::string& dir, const std::string& file_stem) const {
+  std::string out;
+  json::Writer w(&out);
+  w.BeginObject();
+  w.Key("bench");
+  w.String(bench);
+  w.Key("title");
+  w.String(title);
+  w.Key("command");
+  w.String(command);
+  w.Key("machine");
+  w.BeginObject();
+  w.Key("cpu");
+  w.String(MachineCpu());
+  w.Key("cores");
+  w.Int(MachineCores());
+  w.EndObject();
+  w.Key("date");
+  w.String(UtcNow());
+  w.Key("mode");
+  w.String(mode);
+  w.Key("parameters");
+  w.Raw(parameters_json);
+  w.Key("columns");
+  w.BeginArray();
+  for (const auto& c : columns) w.String(c);
+  w.EndArray();
+  w.Key("rows");
+  w.BeginArray();
+  for (const auto& r : rows) {
+    w.BeginArray();
+    for (const auto& cell : r) w.String(cell);
+    w.EndArray();
+  }
+  w.EndArray();
+  w.Key("notes");
+  w.BeginArray();
+  for (const auto& n : notes) w.String(n);
+  w.EndArray();
+  w.Key("charts");
+  w.BeginArray();
+  for (const auto& [file, caption] : charts) {
+    w.BeginObject();
+    w.Key("file");
+    w.String(file);
+    w.Key("caption");
+    w.String(caption);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("raw");
+  w.Raw(raw_json);
+  w.EndObject();
+  out += "\n";
+  // Check what we wrote parses back (Raw pieces are ours, but be sure).
+  json::Value check;
+  json::ParseLimits limits;
+  limits.max_bytes = 256u << 20;
+  if (Status st = json::Parse(out, &check, limits); !st.ok()) {
+    return Status::Error("report " + file_stem + " is not valid JSON: " + st.message());
+  }
+  return WriteTextFile(dir + "/" + file_stem + ".json", out);
+}
+
+}  // namespace tw::loadgen

@@ -1,0 +1,50 @@
+// Results of one bench scenario, written as one JSON file that follows the
+// bench/results convention read by bench/render (RESULTS.md):
+//
+//   {"bench": "streams/<scenario>", "title": "...", "command": "...",
+//    "machine": {"cpu": "...", "cores": N}, "date": "UTC ISO-8601",
+//    "mode": "quick|full", "parameters": {...},
+//    "columns": ["...", ...], "rows": [["...", ...], ...],   // strings, shown as is
+//    "notes": ["...", ...], "charts": [{"file": "x.svg", "caption": "..."}],
+//    "raw": {...}}                                          // per-stream measurements
+//
+// Also the small statistics the scenarios share (nearest-rank percentiles).
+// Thread: any (no shared state). Never exits; file errors come back as Status.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tw::loadgen {
+
+// Nearest-rank percentile (p in [0, 100]) of `v` (sorted in place); NaN if empty.
+double Percentile(std::vector<double>* v, double p);
+
+std::string Fmt(double v, int decimals);  // fixed decimals; "n/a" for NaN
+
+struct Report {
+  std::string bench;     // "streams/resume_storm"
+  std::string title;
+  std::string command;
+  std::string mode;
+  std::string parameters_json = "{}";  // an object, already serialized
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;
+  std::vector<std::pair<std::string, std::string>> charts;  // file, caption
+  std::string raw_json = "{}";
+
+  // Writes dir/<file_stem>.json; machine and date are filled in here.
+  Status Write(const std::string& dir, const std::string& file_stem) const;
+};
+
+Status WriteTextFile(const std::string& path, const std::string& text);
+
+std::string MachineCpu();   // lscpu's "Model name"
+int MachineCores();
+std::string UtcNow();       // 2026-11-30T15:04:05Z
+
+}  // namespace tw::loadgen

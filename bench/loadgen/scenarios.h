@@ -1,0 +1,30 @@
+// The six streaming scenarios of issue 3 (bench/README in RESULTS.md). Each
+// starts its own server child process (ServerProcess), drives it with an
+// Engine of StreamSessions, checks what arrived against the mock's emission
+// log (/lab/emissions/{id}) and MockBackend::TokenAt, and writes
+// <out_dir>/<scenario>.json (report.h's convention) plus SVG charts.
+//
+// Thread: main only. Memory: per stream a StreamSession (tokens, timestamps).
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace tw::loadgen {
+
+struct Options {
+  std::string server = "build/tokenwire";  // server binary
+  std::string out_dir = "bench/results";
+  bool full = false;                       // BENCH=full sizes
+  std::string command;                     // how the loadgen was invoked
+};
+
+Status ResumeStorm(const Options& o);
+Status CancelLatency(const Options& o);
+Status Abandonment(const Options& o);
+Status Concurrency(const Options& o);
+Status IdleSoak(const Options& o);
+Status Backpressure(const Options& o);
+
+}  // namespace tw::loadgen

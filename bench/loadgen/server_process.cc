@@ -1,0 +1,124 @@
+#include "loadgen/server_process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "client/http_client.h"
+
+namespace tw::loadgen {
+
+ServerProcess::~ServerProcess() { Stop(1000); }
+
+Status ServerProcess::Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms) {
+  char tmpl[] = "/tmp/tw_loadgen_server_XXXXXX";
+  int log_fd = ::mkstemp(tmpl);
+  if (log_fd < 0) return Status::FromErrno("mkstemp");
+  log_path_ = tmpl;
+  std::vector<std::string> argv_s = {binary, "serve", "--host", "127.0.0.1", "--port", "0"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  command_.clear();
+  for (const auto& a : argv_s) command_ += (command_.empty() ? "" : " ") + a;
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_ = ::fork();
+  if (pid_ < 0) return Status::FromErrno("fork");
+  if (pid_ == 0) {
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::execv(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  ::close(log_fd);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream f(log_path_);
+    std::string line;
+    while (std::getline(f, line)) {
+      auto at = line.rfind("listening on ");
+      auto colon = line.rfind(':');
+      if (at != std::string::npos && colon != std::string::npos && colon > at) {
+        port_ = static_cast<uint16_t>(std::atoi(line.c_str() + colon + 1));
+        if (port_ != 0) return Status::Ok();
+      }
+    }
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      pid_ = -1;
+      std::ifstream g(log_path_);
+      std::stringstream ss;
+      ss << g.rdbuf();
+      return Status::Error("server exited at start-up: " + ss.str());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::Error("server printed no 'listening on' line within " + std::to_string(wait_ms) + " ms");
+}
+
+int ServerProcess::Stop(int grace_ms) {
+  if (pid_ < 0) return 0;
+  ::kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  int st = 0;
+  int result = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      result = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      pid_ = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (pid_ >= 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &st, 0);
+    pid_ = -1;
+  }
+  if (!log_path_.empty()) ::unlink(log_path_.c_str());
+  log_path_.clear();
+  return result;
+}
+
+int64_t ServerProcess::StatusKb(const std::string& field) const {
+  std::ifstream f("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1);
+  }
+  return -1;
+}
+
+int64_t ServerProcess::OpenFds() const {
+  DIR* d = ::opendir(("/proc/" + std::to_string(pid_) + "/fd").c_str());
+  if (!d) return -1;
+  int64_t n = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') n++;
+  }
+  ::closedir(d);
+  return n;
+}
+
+Status HttpGet(uint16_t port, const std::string& target, int* status, std::string* body) {
+  client::Request req;
+  req.method = "GET";
+  req.target = target;
+  client::Response resp;
+  Status st = client::Fetch(port, req, &resp);
+  if (!st.ok()) return Status::Error("GET " + target + ": " + st.message());
+  *status = resp.head.status;
+  *body = std::move(resp.body);
+  return Status::Ok();
+}
+
+}  // namespace tw::loadgen

@@ -1,0 +1,47 @@
+// The server under test as a child process: started with fork/exec
+// (`tokenwire serve --port 0 ...`, its output to a log file), its port read
+// from the "listening on HOST:PORT" line, its memory read from
+// /proc/PID/status, stopped with SIGTERM (SIGKILL after a grace period).
+//
+// Thread: the caller's. Owns the child process and its log file path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tw::loadgen {
+
+class ServerProcess {
+ public:
+  ~ServerProcess();
+  // Starts `binary serve --port 0 <args>` and waits (up to `wait_ms`) for its
+  // listening line.
+  Status Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms = 10000);
+  // SIGTERM, wait up to `grace_ms`, then SIGKILL. Returns the exit status
+  // (-1 if it had to be killed).
+  int Stop(int grace_ms = 3000);
+
+  uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string command_line() const { return command_; }
+  // A field of /proc/PID/status in kB ("VmHWM", "VmRSS"); -1 if unreadable.
+  int64_t StatusKb(const std::string& field) const;
+  // Open file descriptors of the server (entries in /proc/PID/fd).
+  int64_t OpenFds() const;
+
+ private:
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  std::string log_path_;
+  std::string command_;
+};
+
+// GET/DELETE helpers over a blocking connection (after a run, not during).
+Status HttpGet(uint16_t port, const std::string& target, int* status, std::string* body);
+
+}  // namespace tw::loadgen

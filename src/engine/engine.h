@@ -1,0 +1,214 @@
+// Engine: the step-driven GPT-2 engine with continuous batching on the paged
+// KV cache — the `cpu` backend (DESIGN.md §2, issue 5).
+//
+// The rest of the program talks to the engine through a thread-safe inbox:
+// Submit, Cancel and SetPaused only record a wish; the engine thread carries
+// it out at its next step. One step():
+//   1. applies the inbox (new requests join the waiting list in arrival
+//      order; cancels, pauses and resumes take effect) and expires waiting
+//      requests older than their queue_timeout_ms (error event
+//      `queue_timeout`, retryable);
+//   2. admits waiting requests strictly in arrival order while there is a
+//      batch slot (max_batch) and the allocator can reserve every block the
+//      sequence may ever need (prompt + max_new_tokens - 1 positions), so an
+//      admitted sequence never runs out of blocks; a paused waiting request is
+//      skipped (not admitted, not blocking the others), the first one that
+//      does not fit stops admission (no overtaking). Each admitted prompt is
+//      prefilled on its own and its first token is appended to its stream as
+//      soon as that prefill ends, before the next prompt's prefill;
+//   3. runs ONE batched decode (Gpt2Forward::DecodeBatch) over every running,
+//      unpaused sequence;
+//   4. appends token events and finishes sequences (done with finish_reason
+//      length / eos / stop / cancelled, or an error event).
+//
+// Finishing: `length` after max_new_tokens tokens; `eos` when the sampled
+// token is the end-of-text id (the model's eos_token_id unless overridden):
+// the eos token IS reported as the last token event, with its id and, as
+// text, only what was still held back (the "<|endoftext|>" marker itself is
+// never emitted); it counts in completion_tokens. `stop` when a stop string
+// completes in the decoded text (backend::TextAssembler: the stop string is
+// not emitted, a possible prefix is held back). `cancelled` on Cancel (DELETE,
+// linger, pause_then_cancel) and on Shutdown.
+//
+// KV blocks: reserved at admission, released in exactly one place
+// (Engine::Retire -> ReleaseBlocks) whatever ended the sequence. A second
+// release of a sequence, or the allocator refusing a free, is a detected
+// error: counted (stats().double_releases) and logged to stderr.
+//
+// Determinism: each request has its own Rng (seeded from `seed`, or from the
+// engine's seed counter when has_seed is false), and the forward pass is
+// bitwise independent of batch composition, so a request's tokens do not
+// depend on what else runs with it.
+//
+// Threads: every public method is thread-safe and never blocks on a client
+// or on compute (Submit/Cancel/SetPaused take the inbox mutex briefly).
+// Shutdown joins the engine thread. The engine thread owns the sequences,
+// the allocator, the forward pass and the thread pool.
+// Memory: the KV pool (num_blocks blocks) and the forward pass's scratch and
+// packed weights are allocated once in Create(); logits for max_batch rows;
+// per live request one Sequence (its prompt, text state, block table). The
+// waiting list is bounded by max_waiting (Submit refuses beyond it with 503
+// overloaded and retry_after_ms).
+// Never: allocates KV memory after Create, lets a waiting request whose
+// stream was cancelled reach the model, or finishes a stream twice.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/metrics.h"
+#include "common/status.h"
+#include "cpu/thread_pool.h"
+#include "model/forward.h"
+#include "model/gpt2.h"
+#include "model/kv_cache.h"
+#include "model/sampling.h"
+
+namespace tw::tokenizer {
+class Tokenizer;
+}
+
+namespace tw::engine {
+
+struct EngineOptions {
+  std::string model_name = "gpt2";
+  int max_batch = 32;               // sequences in one decode step (and running at once)
+  int num_kv_blocks = 0;            // KV pool size in blocks; 0 = max_batch full contexts
+  int block_size_tokens = 16;       // tokens per KV block
+  int max_waiting = 64;             // requests queued for a slot; Submit refuses beyond
+  int threads = 1;                  // compute threads (the engine thread included)
+  int max_prefill_chunk_tokens = 256;
+  int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
+  int eos_token_id = -1;            // -1 = the model config's eos_token_id
+  uint64_t unseeded_base = 0x7477656e67696e65ull;  // seeds of requests without has_seed
+  // Optional registry for the engine's metrics (must outlive the engine).
+  Metrics* metrics = nullptr;
+};
+
+// Counters readable from any thread (a consistent snapshot under the inbox
+// mutex, updated by the engine thread at the end of each step).
+struct EngineStats {
+  int64_t running = 0;          // admitted, not finished
+  int64_t waiting = 0;          // submitted, not admitted, not finished
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_free = 0;
+  uint64_t submitted = 0;       // accepted by Submit
+  uint64_t admitted = 0;        // reached the model (prefill started)
+  uint64_t finished = 0;        // streams finished (done or error), one per submitted
+  uint64_t releases = 0;        // block releases (one per admitted sequence)
+  uint64_t double_releases = 0; // detected second releases (must stay 0)
+  uint64_t steps = 0;
+  uint64_t tokens_generated = 0;
+  uint64_t queue_timeouts = 0;
+  uint64_t refused = 0;         // Submit refusals (overloaded, too long)
+  int64_t max_batch_seen = 0;   // largest decode batch so far
+};
+
+class Engine : public backend::Backend {
+ public:
+  // Builds the KV pool, the thread pool and the forward pass for `model`,
+  // and starts the engine thread. `tokenizer` (token bytes for the text
+  // fields) must outlive the engine; the model is shared.
+  static Status Create(std::shared_ptr<const model::Gpt2Model> model,
+                       const tokenizer::Tokenizer* tokenizer, const EngineOptions& options,
+                       std::unique_ptr<Engine>* out);
+  ~Engine() override;
+
+  const char* kind() const override { return "cpu"; }
+  std::string model_name() const override { return options_.model_name; }
+  int context_length() const override { return model_->config().n_ctx; }
+  bool Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationRequest request,
+              backend::SubmitRefusal* refusal) override;
+  void Cancel(const std::string& stream_id) override;
+  void SetPaused(const std::string& stream_id, bool paused) override;
+  void Shutdown() override;
+  // running, waiting, kv_blocks_total, kv_blocks_free, releases,
+  // double_releases, and a few more counters.
+  void WriteStats(json::Writer* w) const override;
+
+  EngineStats stats() const;
+  const EngineOptions& options() const { return options_; }
+  // Blocks one request reserves at admission.
+  int BlocksNeeded(int prompt_tokens, int max_new_tokens) const;
+
+ private:
+  struct Sequence;
+  struct Command {
+    enum class Kind { kSubmit, kCancel, kPause, kResume } kind;
+    std::string id;
+    std::unique_ptr<Sequence> seq;  // kSubmit only
+  };
+  struct Instruments {
+    Histogram* step_seconds = nullptr;
+    Histogram* batch_size = nullptr;
+    Histogram* prefill_seconds = nullptr;
+    Histogram* queue_wait_seconds = nullptr;
+    Gauge* kv_blocks_used = nullptr;
+    Gauge* kv_blocks_free = nullptr;
+    Gauge* running = nullptr;
+    Gauge* waiting = nullptr;
+    Counter* double_releases = nullptr;
+  };
+
+  Engine(std::shared_ptr<const model::Gpt2Model> model, const tokenizer::Tokenizer* tokenizer,
+         const EngineOptions& options);
+  void Run();
+  // One step (see above).
+  void Step();
+  void Apply(Command& c);
+  void ExpireWaiting(stream::Clock::time_point now);
+  void Admit();
+  void Decode();
+  // Samples from `logits`, appends the token event, and finishes the
+  // sequence if this token ends it (returns true then).
+  bool EmitToken(Sequence& s, const float* logits);
+  // The one place a sequence ends: finishes its stream (once), releases its
+  // blocks (if it had any) and marks it for removal from the lists.
+  void Retire(Sequence& s, stream::EventType type, std::string data);
+  void ReleaseBlocks(Sequence& s);
+  void Compact();
+  void Publish();
+  bool HasRunnableWork() const;
+
+  const std::shared_ptr<const model::Gpt2Model> model_;
+  const tokenizer::Tokenizer* const tokenizer_;
+  const EngineOptions options_;
+  Instruments m_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Protected by mu_:
+  std::vector<Command> inbox_;
+  bool stopping_ = false;
+  int64_t pending_waiting_ = 0;  // submitted and not yet admitted or finished
+  uint64_t next_unseeded_ = 0;
+  uint64_t submitted_ = 0;
+  uint64_t refused_ = 0;
+  EngineStats published_;        // the engine thread's counters_ as of its last step
+
+  // Owned by the engine thread:
+  std::unique_ptr<cpu::ThreadPool> pool_;
+  std::unique_ptr<model::KvPool> kv_;
+  std::unique_ptr<model::BlockAllocator> alloc_;
+  std::unique_ptr<model::Gpt2Forward> forward_;
+  std::unique_ptr<model::Sampler> sampler_;
+  std::vector<float> logits_;  // (max_batch, V)
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::unordered_map<std::string, Sequence*> by_id_;
+  EngineStats counters_;  // engine thread's working copy
+  int eos_ = 0;
+
+  std::thread thread_;
+};
+
+}  // namespace tw::engine

@@ -1,0 +1,44 @@
+#include "engine/model_source.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "model/random_weights.h"
+
+namespace tw::engine {
+
+Status LoadModelForServing(const std::string& dir, std::shared_ptr<const model::Gpt2Model>* out,
+                           std::string* name) {
+  std::unique_ptr<model::Gpt2Model> m;
+  if (!dir.empty()) {
+    if (Status s = model::LoadGpt2(dir, &m); !s.ok()) return s;
+    std::string base = dir;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    size_t slash = base.rfind('/');
+    if (slash != std::string::npos) base = base.substr(slash + 1);
+    *name = base.empty() || base == "." ? "gpt2" : base;
+    *out = std::move(m);
+    return Status::Ok();
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokenwire-random-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) return Status::FromErrno("mkdtemp " + templ);
+  model::RandomGpt2Options ro;
+  model::NamedGpt2Shape("tiny", &ro.config);
+  ro.seed = 0;
+  Status s = model::WriteRandomGpt2(templ, ro);
+  if (s.ok()) s = model::LoadGpt2(templ, &m);
+  // The loader maps model.safetensors (or copied it): the files can go now.
+  ::unlink((templ + "/model.safetensors").c_str());
+  ::unlink((templ + "/model.safetensors.tmp").c_str());
+  ::unlink((templ + "/config.json").c_str());
+  ::rmdir(templ.c_str());
+  if (!s.ok()) return Status::Error("random tiny model in " + templ + ": " + s.message());
+  *name = "gpt2-random-tiny";
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+}  // namespace tw::engine

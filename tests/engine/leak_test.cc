@@ -1,0 +1,181 @@
+// The engine behind the real HTTP server (App, --backend cpu, the tiny golden
+// GPT-2): 300 streams from up to 48 concurrent clients on --max-batch 8.
+// About a third read to the end, half disconnect after 0-40 tokens (FIN or
+// RST), the rest read slowly and then disconnect. Afterwards every KV block
+// is free, no stream, waiting or running sequence is left, each sequence
+// released its blocks exactly once, and every stream read to the end equals
+// the non-streamed /v1/generate answer for the same request.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "api/app_fixture.h"
+#include "support/chunking.h"
+
+namespace tw::testing {
+namespace {
+
+std::string Body(int i) {
+  std::string b = R"({"prompt":"Stream number )" + std::to_string(i) + R"( says","max_new_tokens":)" +
+                  std::to_string(16 + i % 33);
+  if (i % 2 == 1) b += R"(,"temperature":0.8,"top_k":40,"seed":)" + std::to_string(i);
+  return b + "}";
+}
+
+struct FullRead {
+  int i;
+  std::vector<int64_t> tokens;
+  std::string text;
+  std::string finish_reason;
+};
+
+TEST(EngineLeak, ThreeHundredStreamsThroughHttp) {
+  AppServer srv({"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"), "--max-batch", "8",
+                 "--threads", "1", "--linger-ms", "30", "--max-waiting", "64"});
+  constexpr int kStreams = 300, kClients = 48;
+  std::atomic<int> next{0};
+  std::atomic<int> errors{0};
+  std::mutex mu;
+  std::vector<FullRead> full;  // guarded by mu
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kClients; t++) {
+    clients.emplace_back([&, t] {
+      std::mt19937 rng(7000 + t);
+      for (int i = next++; i < kStreams; i = next++) {
+        const int kind = i % 6;  // 0,1: to the end; 2,3,4: leave after 0-40 tokens; 5: slow
+        client::SseOptions o;
+        o.close_with_reset = (rng() % 2) == 0;
+        o.http.io_timeout_ms = 30000;
+        int leave_after = 0;
+        if (kind >= 2 && kind <= 4) leave_after = static_cast<int>(rng() % 41);
+        if (kind == 5) leave_after = 5 + static_cast<int>(rng() % 20);
+        std::unique_ptr<client::SseClient> cp;
+        for (int attempt = 0;; attempt++) {
+          cp = std::make_unique<client::SseClient>(o);
+          if (!cp->Connect(srv.port()).ok() || !cp->Post("/v1/stream", Body(i)).ok()) break;
+          if (cp->is_event_stream() || cp->result().head.status != 503 || attempt > 200) break;
+          cp->http().Close();
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // overloaded: retry
+        }
+        client::SseClient& c = *cp;
+        if (!c.is_event_stream()) {
+          ADD_FAILURE() << "stream " << i << ": status " << c.result().head.status << " "
+                        << c.result().error_body;
+          errors++;
+          continue;
+        }
+        FullRead fr{i, {}, {}, {}};
+        int tokens_seen = 0;
+        bool leave = false;
+        Status st = c.ReadEvents([&](const sse::Event& ev) {
+          if (ev.type == "token") {
+            json::Value d = ParseJson(ev.data);
+            fr.tokens.push_back(d.Find("token")->as_int());
+            fr.text += d.Find("text")->as_string();
+            tokens_seen++;
+            if (kind == 5) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+            if (kind >= 2 && tokens_seen >= leave_after) {
+              leave = true;
+              return false;
+            }
+          } else if (ev.type == "done") {
+            fr.finish_reason = ParseJson(ev.data).Find("finish_reason")->as_string();
+          }
+          return true;
+        });
+        if (kind >= 2 && leave_after == 0) leave = true;  // leaves before reading any token
+        if (!st.ok()) {
+          ADD_FAILURE() << "stream " << i << ": " << st.message();
+          errors++;
+          continue;
+        }
+        if (leave || kind >= 2) {
+          if (o.close_with_reset) {
+            c.http().CloseWithReset();
+          } else {
+            c.http().Close();
+          }
+          continue;
+        }
+        EXPECT_TRUE(c.result().ended) << "stream " << i;
+        std::lock_guard<std::mutex> lock(mu);
+        full.push_back(std::move(fr));
+      }
+    });
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(full.size(), 100u);
+
+  // Streamed == non-streamed for the same request (a sample of the full reads).
+  for (size_t k = 0; k < full.size(); k += 5) {
+    const FullRead& fr = full[k];
+    EXPECT_EQ(fr.finish_reason, "length") << fr.i;
+    int status = 0;
+    json::Value g = srv.CallJson("POST", "/v1/generate", Body(fr.i), &status);
+    ASSERT_EQ(status, 200);
+    std::vector<int64_t> gt;
+    for (const auto& t : g.Find("tokens")->items()) gt.push_back(t.as_int());
+    EXPECT_EQ(gt, fr.tokens) << "stream " << fr.i;
+    EXPECT_EQ(g.Find("text")->as_string(), fr.text) << "stream " << fr.i;
+  }
+
+  ASSERT_TRUE(srv.WaitIdle(30000));
+  json::Value engine;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        engine = *srv.Stats().Find("engine");
+        return engine.Find("running")->as_int() == 0 && engine.Find("waiting")->as_int() == 0 &&
+               engine.Find("kv_blocks_free")->as_int() == engine.Find("kv_blocks_total")->as_int();
+      },
+      10000))
+      << json::Serialize(engine);
+  EXPECT_EQ(engine.Find("backend")->as_string(), "cpu");
+  EXPECT_EQ(engine.Find("double_releases")->as_int(), 0);
+  EXPECT_EQ(engine.Find("releases")->as_int(), engine.Find("admitted")->as_int());
+  EXPECT_EQ(engine.Find("finished")->as_int(), engine.Find("submitted")->as_int());
+  EXPECT_GE(engine.Find("submitted")->as_int(), kStreams);
+  // Abandoned streams were cancelled rather than run to their end.
+  std::string metrics = srv.Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("tokenwire_engine_step_seconds_count"), std::string::npos);
+  EXPECT_NE(metrics.find("tokenwire_kv_blocks_free"), std::string::npos);
+  EXPECT_NE(metrics.find("tokenwire_streams_finished_total{outcome=\"cancelled\"}"), std::string::npos);
+}
+
+// /v1/generate and /v1/stream agree through the server for greedy, seeded
+// and stop-string requests, and /stats shows the engine.
+TEST(EngineLeak, StreamEqualsGenerate) {
+  AppServer srv({"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"), "--max-batch", "4",
+                 "--threads", "1"});
+  for (std::string body : {std::string(R"({"prompt":"Hello world","max_new_tokens":40})"),
+                           std::string(R"({"prompt":"Seeded","max_new_tokens":30,"temperature":1.0,"seed":3})"),
+                           std::string(R"({"prompt_tokens":[464,3139,286,4881,318],"max_new_tokens":20})")}) {
+    client::SseResult res;
+    ASSERT_TRUE(client::PostSse(srv.port(), "/v1/stream", body, &res).ok());
+    std::vector<int64_t> tokens;
+    std::string text;
+    for (const auto& ev : res.events) {
+      if (ev.type != "token") continue;
+      json::Value d = ParseJson(ev.data);
+      tokens.push_back(d.Find("token")->as_int());
+      text += d.Find("text")->as_string();
+    }
+    int status = 0;
+    json::Value g = srv.CallJson("POST", "/v1/generate", body, &status);
+    ASSERT_EQ(status, 200) << body;
+    std::vector<int64_t> gt;
+    for (const auto& t : g.Find("tokens")->items()) gt.push_back(t.as_int());
+    EXPECT_EQ(gt, tokens) << body;
+    EXPECT_EQ(g.Find("text")->as_string(), text) << body;
+  }
+  json::Value st = srv.Stats();
+  EXPECT_EQ(st.Find("engine")->Find("backend")->as_string(), "cpu");
+  EXPECT_EQ(st.Find("engine")->Find("double_releases")->as_int(), 0);
+}
+
+}  // namespace
+}  // namespace tw::testing
