@@ -12,7 +12,7 @@
 # build/lib/<layer>.a; tests/<layer>/*_test.cc become build/tests/<layer>_tests.
 
 CXX      ?= g++
-CLANGXX  ?= clang++
+CLANGXX  ?= $(firstword $(shell command -v clang++ clang++-14 2>/dev/null) clang++)
 SAN      ?=
 FUZZ_SECONDS ?= 60
 ARGS     ?=
@@ -51,6 +51,10 @@ SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
 
 GTEST_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/libgtest.a /usr/local/lib/libgtest.a))
 
+# The bench's shared code (the SVG chart writer) as $(BENCH_LIB); the client
+# tests link it to check its output.
+include bench/lib/bench.mk
+
 .PHONY: all test fuzz run bench clean gtest-check
 .DEFAULT_GOAL := all
 
@@ -82,9 +86,9 @@ gtest-check:
 	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
 
 define TEST_RULE
-$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) | gtest-check
+$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) | gtest-check
 	@mkdir -p $$(dir $$@)
-	$(CXX) -o $$@ $$(filter %.o,$$^) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
+	$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
 
@@ -97,20 +101,35 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 	done; echo "$$pass passed, $$fail failed"; test $$fail -eq 0
 
 # ---- fuzzing (clang + libFuzzer) -------------------------------------------
+# The layers are compiled once with coverage instrumentation into one archive;
+# each tests/fuzz/<name>_fuzz.cc links against it.
 FUZZ_SRCS := $(wildcard tests/fuzz/*_fuzz.cc)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.cc=build/fuzz/%)
 FUZZ_LIB_SRCS := $(wildcard src/*/*.cc)
-FUZZ_FLAGS := -std=c++20 -O1 -g -Isrc -fsanitize=fuzzer,address,undefined -DTW_SOURCE_DIR=\"$(CURDIR)\" -pthread
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=build/fuzz/obj/%.o)
+FUZZ_CXXFLAGS := -std=c++20 -O1 -g -Isrc -Itests -pthread -MMD -MP -DTW_SOURCE_DIR=\"$(CURDIR)\" \
+                 -fsanitize=address,undefined -fno-omit-frame-pointer
 
-build/fuzz/%: tests/fuzz/%.cc $(FUZZ_LIB_SRCS)
+build/fuzz/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CLANGXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build/fuzz/libtw_fuzz.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/fuzz/%: tests/fuzz/%.cc build/fuzz/libtw_fuzz.a
 	@mkdir -p build/fuzz
-	$(CLANGXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_SRCS)
+	$(CLANGXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libtw_fuzz.a
 
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do \
 	  name=$$(basename $$f); mkdir -p build/fuzz/corpus/$$name; \
 	  echo "== $$name for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus/$$name $$(test -d tests/fuzz/seeds/$$name && echo tests/fuzz/seeds/$$name) 2>&1 | tail -n 12; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus/$$name \
+	    $$(test -d tests/fuzz/seeds/$$name && echo tests/fuzz/seeds/$$name) > build/fuzz/$$name.log 2>&1 \
+	    || { tail -n 40 build/fuzz/$$name.log; exit 1; }; \
+	  grep -E "^stat::number_of_executed_units|^Done" build/fuzz/$$name.log | tail -n 2; \
 	done
 
 # ---- running and benchmarks -------------------------------------------------
@@ -123,9 +142,7 @@ bench: all
 clean:
 	rm -rf build
 
-# Benchmark programs: each bench/<name>/bench.mk adds its rules (bench/lib
-# first: it defines BENCH_LIB, the shared chart writer).
-include bench/lib/bench.mk
+# Benchmark programs: each bench/<name>/bench.mk adds its rules.
 include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -15,3 +15,7 @@ $(LOADGEN_BIN): $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard bench/loadgen/*.cc))
 $(RENDER_BIN): $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard bench/render/*.cc)) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
+
+.PHONY: bench-streams
+bench-streams: $(LOADGEN_BIN) $(RENDER_BIN)
+	bash bench/streams/run.sh

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "loadgen/report.h"
 #include "loadgen/scenarios.h"
 
 int main(int argc, char** argv) {
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   for (const auto& n : names) {
     tw::Status st;
     std::fprintf(stderr, "== %s (%s)\n", n.c_str(), o.full ? "full" : "quick");
+    tw::loadgen::MarkScenarioStart();
     if (n == "resume_storm") st = tw::loadgen::ResumeStorm(o);
     else if (n == "cancel_latency") st = tw::loadgen::CancelLatency(o);
     else if (n == "abandonment") st = tw::loadgen::Abandonment(o);

@@ -67,6 +67,19 @@ std::string UtcNow() {
   return buf;
 }
 
+std::string LoadAvg() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+namespace {
+std::string g_loadavg_start;
+}
+
+void MarkScenarioStart() { g_loadavg_start = LoadAvg(); }
+
 Status Report::Write(const std::string& dir, const std::string& file_stem) const {
   std::string out;
   json::Writer w(&out);
@@ -88,6 +101,10 @@ Status Report::Write(const std::string& dir, const std::string& file_stem) const
   w.String(UtcNow());
   w.Key("mode");
   w.String(mode);
+  w.Key("loadavg_start");
+  w.String(g_loadavg_start);
+  w.Key("loadavg_end");
+  w.String(LoadAvg());
   w.Key("parameters");
   w.Raw(parameters_json);
   w.Key("columns");

@@ -4,6 +4,7 @@
 //   {"bench": "streams/<scenario>", "title": "...", "command": "...",
 //    "machine": {"cpu": "...", "cores": N}, "date": "UTC ISO-8601",
 //    "mode": "quick|full", "parameters": {...},
+//    "loadavg_start": "1.0 0.8 0.5", "loadavg_end": "...",
 //    "columns": ["...", ...], "rows": [["...", ...], ...],   // strings, shown as is
 //    "notes": ["...", ...], "charts": [{"file": "x.svg", "caption": "..."}],
 //    "raw": {...}}                                          // per-stream measurements
@@ -46,5 +47,9 @@ Status WriteTextFile(const std::string& path, const std::string& text);
 std::string MachineCpu();   // lscpu's "Model name"
 int MachineCores();
 std::string UtcNow();       // 2026-11-30T15:04:05Z
+std::string LoadAvg();      // the first three fields of /proc/loadavg
+// Remembers the load average at a scenario's start; Report::Write records it
+// with the load average at the end (the machine is shared: say how busy it was).
+void MarkScenarioStart();
 
 }  // namespace tw::loadgen

@@ -13,6 +13,9 @@
 #include "engine/engine.h"
 #include "engine/model_source.h"
 #include "json/json.h"
+#include "ws/echo_endpoint.h"
+#include "ws/ws_routes.h"
+#include "ws/ws_session.h"
 
 namespace tw::api {
 
@@ -330,6 +333,7 @@ void App::AddRoutes() {
   router_.Add("POST", "/v1/tokenize", guarded(&App::HandleTokenize));
   router_.Add("POST", "/v1/detokenize", guarded(&App::HandleDetokenize));
   if (config_.lab) router_.Add("GET", "/lab/emissions/{id}", guarded(&App::HandleEmissions));
+  AddWebSocketRoutes();
 }
 
 std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, http::Responder& r) {
@@ -665,6 +669,72 @@ void App::HandleEmissions(const http::Request&, http::Responder r) {
   }
   w.EndObject();
   r.Send(200, "application/json", body);
+}
+
+void App::AddWebSocketRoutes() {
+  ws::HandshakeOptions hs;
+  std::string_view list = config_.ws_allowed_origins;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view o = list.substr(0, comma);
+    while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+    while (!o.empty() && o.back() == ' ') o.remove_suffix(1);
+    if (!o.empty()) hs.allowed_origins.emplace_back(o);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  ws::WsOptions wo;
+  wo.max_message_bytes = static_cast<size_t>(config_.ws_max_message_bytes);
+  wo.heartbeat_ms = config_.heartbeat_ms;
+  wo.pong_timeout_ms = config_.ws_pong_timeout_ms;
+  ws::SessionOptions so;
+  so.max_streams_per_connection = static_cast<size_t>(config_.ws_max_streams_per_connection);
+  so.max_json_bytes = static_cast<size_t>(config_.ws_max_message_bytes);
+  so.max_json_depth = static_cast<int>(config_.max_json_depth);
+  router_.Add("GET", "/v1/ws", [this, hs, wo, so](const http::Request& req, http::Responder r) {
+    if (!Authorized(req, r)) return;
+    if (shutting_down_) {
+      r.SendError(503, "shutting_down", "the server is shutting down", true, {}, {{"Retry-After", "1"}});
+      return;
+    }
+    ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so] {
+      return std::make_unique<ws::WsSession>(
+          &loop_, hub_.get(),
+          [this](std::string_view m, ws::StartRefusal* ref) { return StartWsGeneration(m, ref); }, so);
+    });
+  });
+  if (config_.lab) {
+    router_.Add("GET", "/lab/ws-echo", [this, hs, wo](const http::Request& req, http::Responder r) {
+      ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [] { return std::make_unique<ws::EchoEndpoint>(); });
+    });
+  }
+}
+
+std::shared_ptr<stream::Stream> App::StartWsGeneration(std::string_view message, ws::StartRefusal* refusal) {
+  if (shutting_down_) {
+    *refusal = {"shutting_down", "the server is shutting down", true, {{"retry_after_ms", "1000"}}};
+    return nullptr;
+  }
+  ParsedGeneration g;
+  RequestError err;
+  if (!ParseGenerationRequest(message, tokenizer_, bounds_, default_policy_, &g, &err, {"op"})) {
+    *refusal = {err.type, err.message, false, {}};
+    if (err.offset >= 0) refusal->extra.emplace_back("offset", std::to_string(err.offset));
+    return nullptr;
+  }
+  auto s = hub_->Create(g.policy);
+  if (!s) {
+    *refusal = {"overloaded", "too many streams (--max-streams)", true, {{"retry_after_ms", "1000"}}};
+    return nullptr;
+  }
+  int prompt_tokens = static_cast<int>(g.request.prompt_tokens.size());
+  s->Append(stream::EventType::kStart, backend::StartEventData(s->id(), model_name_, prompt_tokens));
+  backend::SubmitRefusal sr;
+  if (!backend_->Submit(s, std::move(g.request), &sr)) {
+    hub_->Abandon(s);
+    *refusal = {sr.type, sr.message, true, {{"retry_after_ms", std::to_string(sr.retry_after_ms)}}};
+    return nullptr;
+  }
+  return s;
 }
 
 }  // namespace tw::api

@@ -25,6 +25,10 @@
 #include "stream/hub.h"
 #include "tokenizer/tokenizer.h"
 
+namespace tw::ws {
+struct StartRefusal;
+}
+
 namespace tw::api {
 
 class SseSubscription;
@@ -70,6 +74,10 @@ class App {
   // returns nullptr.
   std::shared_ptr<stream::Stream> StartGeneration(const http::Request& req, http::Responder& r);
   void AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after);
+  // WebSocket (src/ws): GET /v1/ws and, with --lab, GET /lab/ws-echo.
+  void AddWebSocketRoutes();
+  // StartGeneration for a WebSocket "generate" message (its "op" allowed).
+  std::shared_ptr<stream::Stream> StartWsGeneration(std::string_view message, ws::StartRefusal* refusal);
   void SendRequestError(http::Responder& r, const RequestError& e);
 
   Config config_;

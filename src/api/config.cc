@@ -57,6 +57,12 @@ const IntFlag kIntFlags[] = {
      "per-connection output buffer (user space) for streams"},
     {"--socket-send-buffer-bytes", &Config::socket_send_buffer_bytes, 0, 1 << 30,
      "SO_SNDBUF of each connection (0 = the kernel's autotuned default)"},
+    {"--ws-max-message-bytes", &Config::ws_max_message_bytes, 125, 1 << 30,
+     "WebSocket: largest incoming message (1009 beyond)"},
+    {"--ws-max-streams-per-connection", &Config::ws_max_streams_per_connection, 1, 4096,
+     "WebSocket: streams one connection may carry at once"},
+    {"--ws-pong-timeout-ms", &Config::ws_pong_timeout_ms, 10, 3600000,
+     "WebSocket: a heartbeat ping unanswered this long closes the connection"},
     {"--mock-ttft-ms", &Config::mock_ttft_ms, 0, 3600000, "mock backend: time to first token"},
 };
 
@@ -132,6 +138,8 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
       cfg->api_key = v;
     } else if (name == "--cors-origin") {
       cfg->cors_origin = v;
+    } else if (name == "--ws-allowed-origins") {
+      cfg->ws_allowed_origins = v;
     } else if (name == "--instance-tag") {
       for (char c : v) {
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
@@ -175,6 +183,7 @@ std::string ServeHelp() {
       "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"
       "  --api-key KEY               require 'Authorization: Bearer KEY' on /v1/* (or TOKENWIRE_API_KEY)\n"
       "  --cors-origin ORIGIN        send CORS headers for this origin; default none\n"
+      "  --ws-allowed-origins LIST   WebSocket: comma-separated Origins allowed to upgrade; default any\n"
       "  --instance-tag TAG          put TAG into stream ids (s_TAG_...) for routing; default none\n"
       "  --lab                       enable /lab/* endpoints (mock emission log); default off\n"
       "  --mock-tokens-per-s R       mock backend rate; default 20\n";

@@ -57,6 +57,11 @@ struct Config {
   int64_t keep_alive_idle_ms = 60000;
   int64_t max_output_bytes = 256 * 1024;  // per connection, user space
   int64_t socket_send_buffer_bytes = 0;   // SO_SNDBUF (0 = kernel default)
+  // WebSocket (GET /v1/ws; DESIGN.md §6).
+  int64_t ws_max_message_bytes = 1 << 20;     // incoming message (1009 beyond)
+  int64_t ws_max_streams_per_connection = 16; // streams one connection may carry
+  int64_t ws_pong_timeout_ms = 10000;         // a heartbeat ping's pong must come within this
+  std::string ws_allowed_origins;             // comma-separated Origins ("" = any)
   // Mock backend.
   int64_t mock_ttft_ms = 200;
   double mock_tokens_per_s = 20.0;

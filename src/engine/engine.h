@@ -35,6 +35,13 @@
 // release of a sequence, or the allocator refusing a free, is a detected
 // error: counted (stats().double_releases) and logged to stderr.
 //
+// Metrics (when EngineOptions::metrics is set; names get the tokenwire_
+// prefix): engine_step_seconds, engine_batch_size, engine_prefill_seconds,
+// request_queue_time_seconds (arrival to admission, vLLM's definition)
+// histograms; kv_blocks_used, kv_blocks_free, engine_running, engine_waiting
+// gauges; kv_double_releases_total. TTFT, inter-token latency and tokens
+// generated are measured by the stream layer as tokens are appended.
+//
 // Determinism: each request has its own Rng (seeded from `seed`, or from the
 // engine's seed counter when has_seed is false), and the forward pass is
 // bitwise independent of batch composition, so a request's tokens do not

@@ -36,6 +36,10 @@ class HttpConnection : public net::ConnectionHandler,
 
   // --- net::ConnectionHandler ---
   void OnData(const char* data, size_t len) override {
+    if (upgraded_) {
+      upgraded_->OnData(data, len);
+      return;
+    }
     if (!reader_.Feed(data, len)) {
       ReaderError();
       return;
@@ -43,10 +47,15 @@ class HttpConnection : public net::ConnectionHandler,
     ProcessInput();
   }
   void OnDrained() override {
+    if (upgraded_) {
+      upgraded_->OnDrained();
+      return;
+    }
     if (stream_) stream_->NotifyWritable();
   }
   void OnClosed() override {
     CancelTimers();
+    if (upgraded_) upgraded_->OnClosed();  // freed with this object, after the callback
     in_flight_ = true;  // nothing more is parsed
     if (stream_) {
       std::shared_ptr<StreamWriter> s = std::move(stream_);
@@ -115,7 +124,26 @@ class HttpConnection : public net::ConnectionHandler,
   void Abort() { conn_.Close(); }
   size_t buffered_bytes() const { return conn_.buffered_bytes(); }
 
+  bool Upgrade(std::string_view head, const Responder::UpgradeFn& make_handler) {
+    responded_ = true;
+    server_->CountResponse(101);
+    conn_.WriteUnbounded(head);
+    CancelTimers();  // no HTTP deadlines on the new protocol
+    upgraded_ = make_handler(&conn_, reader_.TakeBufferedInput());
+    if (!upgraded_) {
+      close_after_ = true;
+      conn_.CloseAfterFlush();
+      return true;
+    }
+    conn_.SetReading(true);
+    return true;
+  }
+
   void OnServerShutdown() {
+    if (upgraded_) {
+      upgraded_->OnShutdown();
+      return;
+    }
     close_after_ = true;
     if (!in_flight_) conn_.CloseAfterFlush();  // idle or mid-request: close now
   }
@@ -290,6 +318,7 @@ class HttpConnection : public net::ConnectionHandler,
   bool http10_ = false;             // HTTP/1.0 keep-alive client
   bool processing_ = false;         // inside ProcessInput
   std::shared_ptr<StreamWriter> stream_;  // the current streaming response
+  std::unique_ptr<net::ConnectionHandler> upgraded_;  // after Upgrade: gets all events
   Wait wait_ = Wait::kNone;
   int64_t deadline_ms_ = 0;         // when the current wait_ expires (monotonic ms)
   int64_t armed_ms_ = 0;            // when deadline_timer_ fires
@@ -379,6 +408,12 @@ std::shared_ptr<StreamWriter> Responder::StartStream(int status, std::string con
     return dead;
   }
   return c->SendStreamHead(status, content_type, extra_headers);
+}
+
+bool Responder::Upgrade(std::string_view response_head, const UpgradeFn& make_handler) {
+  auto c = conn_.lock();
+  if (!c || !c->IsCurrent(seq_)) return false;
+  return c->Upgrade(response_head, make_handler);
 }
 
 bool Responder::closed() const {

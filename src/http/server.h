@@ -35,11 +35,11 @@
 // it never gets a slot. After BeginShutdown the listening socket is closed, so
 // new connects are refused by the kernel.
 //
-// Protocol switch (WebSocket, later): a Responder can be given a
-// TakeOver(std::unique_ptr<net::ConnectionHandler>) that answers 101, hands
-// the net::Connection to that handler (Connection::SetHandler) together with
-// the reader's leftover bytes, and removes the HTTP state; nothing in this
-// design needs to change for it.
+// Protocol switch (WebSocket): Responder::Upgrade writes the 101 head, takes
+// the bytes the reader holds past the request, and gives the net::Connection
+// to a handler made by the caller. The HTTP connection keeps owning both (the
+// table slot, the 408/idle timers are off) and forwards input, drain and close
+// to that handler; on BeginShutdown it calls the handler's OnShutdown().
 #pragma once
 
 #include <array>
@@ -150,6 +150,17 @@ class Responder {
   std::shared_ptr<StreamWriter> StartStream(int status, std::string content_type,
                                             const Headers& extra_headers = {});
   bool closed() const;
+
+  // Switches the connection to another protocol (see the file comment).
+  // `response_head` is written as-is (e.g. "HTTP/1.1 101 Switching
+  // Protocols\r\n…\r\n\r\n"); make_handler receives the connection and the
+  // bytes already read past the request, and returns the new handler (null:
+  // the connection is closed after flushing). False (nothing written) if this
+  // Responder has already answered or its connection is gone.
+  using UpgradeFn = std::function<std::unique_ptr<net::ConnectionHandler>(
+      net::Connection* conn, std::string leftover)>;
+  bool Upgrade(std::string_view response_head, const UpgradeFn& make_handler);
+
   // Path parameters captured by the route pattern ("{id}" → Param("id")),
   // "" if absent.
   std::string_view Param(std::string_view name) const;

@@ -55,6 +55,9 @@ class ConnectionHandler {
   virtual void OnDrained() = 0;
   // The connection closed (peer FIN/RST, error, or Close()). Called once.
   virtual void OnClosed() = 0;
+  // The server is shutting down: finish gracefully (e.g. a WebSocket close
+  // handshake with 1001). Default: nothing (the owner waits for the close).
+  virtual void OnShutdown() {}
 };
 
 class Connection {

@@ -24,7 +24,21 @@ void WsConnection::Start(std::string leftover) {
   if (options_.heartbeat_ms > 0) {
     heartbeat_timer_ = loop_->AddRepeatingTimer(options_.heartbeat_ms, [this] { Heartbeat(); });
   }
-  if (!leftover.empty() && !closed_) OnData(leftover.data(), leftover.size());
+  pending_ = std::move(leftover);
+  if (!pending_.empty()) {
+    // Not from inside the HTTP layer's call: from the loop, like any input.
+    start_timer_ = loop_->AddTimer(0, [this] {
+      start_timer_ = 0;
+      FeedPending();
+    });
+  }
+}
+
+void WsConnection::FeedPending() {
+  if (pending_.empty()) return;
+  std::string bytes = std::move(pending_);
+  pending_.clear();
+  Feed(bytes.data(), bytes.size());
 }
 
 net::WriteResult WsConnection::Send(Opcode opcode, std::string_view payload) {
@@ -70,6 +84,11 @@ void WsConnection::SetReading(bool on) {
 }
 
 void WsConnection::OnData(const char* data, size_t len) {
+  FeedPending();  // the upgrade's leftover comes first
+  Feed(data, len);
+}
+
+void WsConnection::Feed(const char* data, size_t len) {
   if (closed_ || conn_->closing()) return;
   if (reader_.Feed(data, len, this) == MessageReader::State::kFailed) Fail();
 }

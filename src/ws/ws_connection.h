@@ -70,8 +70,9 @@ class WsConnection : public net::ConnectionHandler, public MessageHandler {
                std::unique_ptr<WsEndpoint> endpoint);
   ~WsConnection() override;
 
-  // Opens: OnOpen, the heartbeat, then `leftover` (bytes the HTTP reader had
-  // read past the upgrade request) is processed in the next loop iteration.
+  // Opens: OnOpen and the heartbeat; `leftover` (bytes the HTTP reader had
+  // read past the upgrade request) is processed in the next loop iteration,
+  // or before any newer input, whichever comes first.
   void Start(std::string leftover);
 
   // One unfragmented message. kRefused: over the output bound, nothing sent.
@@ -96,6 +97,7 @@ class WsConnection : public net::ConnectionHandler, public MessageHandler {
   void OnData(const char* data, size_t len) override;
   void OnDrained() override;
   void OnClosed() override;
+  void OnShutdown() override { Shutdown(); }  // the server is shutting down
 
   // MessageHandler (from the reader)
   bool OnMessage(Opcode opcode, std::string_view payload) override;
@@ -104,6 +106,8 @@ class WsConnection : public net::ConnectionHandler, public MessageHandler {
   bool OnClose(uint16_t code, std::string_view reason) override;
 
  private:
+  void Feed(const char* data, size_t len);
+  void FeedPending();  // the leftover from the upgrade, if not fed yet
   void Fail();  // the reader failed: close frame with its code, then close TCP
   void WriteControl(Opcode opcode, std::string_view payload);
   void Heartbeat();
@@ -115,6 +119,7 @@ class WsConnection : public net::ConnectionHandler, public MessageHandler {
   std::unique_ptr<WsEndpoint> endpoint_;
   MessageReader reader_;
   std::string scratch_;
+  std::string pending_;  // upgrade leftover not fed yet
   bool close_sent_ = false;
   bool closed_ = false;
   uint16_t close_code_ = close_code::kAbnormal;

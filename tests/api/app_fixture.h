@@ -16,6 +16,17 @@
 #include "client/sse_client.h"
 #include "json/json.h"
 
+#define ASSERT_OK(expr)                               \
+  do {                                                \
+    ::tw::Status _s = (expr);                         \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.message(); \
+  } while (0)
+#define EXPECT_OK(expr)                               \
+  do {                                                \
+    ::tw::Status _s = (expr);                         \
+    EXPECT_TRUE(_s.ok()) << #expr << ": " << _s.message(); \
+  } while (0)
+
 namespace tw::testing {
 
 class AppServer {
@@ -59,7 +70,7 @@ class AppServer {
                         std::vector<std::pair<std::string, std::string>> headers = {}) {
     client::HttpClient c;
     client::Response resp;
-    EXPECT_TRUE(c.Connect(port()).ok());
+    EXPECT_OK(c.Connect(port()));
     client::Request req;
     req.method = method;
     req.target = target;

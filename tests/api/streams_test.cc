@@ -69,7 +69,7 @@ std::vector<int64_t> LoggedTokens(AppServer& srv, const std::string& id) {
 TEST(Streams, SseStreamHasContiguousIdsAndMatchesTheEmissionLog) {
   AppServer srv;
   client::SseClient c;
-  ASSERT_TRUE(c.Connect(srv.port()).ok());
+  ASSERT_OK(c.Connect(srv.port()));
   ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"Hello there","max_new_tokens":30,"seed":7})").ok());
   ASSERT_TRUE(c.is_event_stream());
   ASSERT_TRUE(c.ReadEvents().ok());
@@ -89,7 +89,7 @@ TEST(Streams, StreamedOutputEqualsGenerate) {
   AppServer srv;
   const std::string body = R"({"prompt":"The capital of France is","max_new_tokens":25,"seed":3})";
   client::SseClient c;
-  ASSERT_TRUE(c.Connect(srv.port()).ok());
+  ASSERT_OK(c.Connect(srv.port()));
   ASSERT_TRUE(c.Post("/v1/stream", body).ok());
   ASSERT_TRUE(c.ReadEvents().ok());
   std::string text;
@@ -129,7 +129,7 @@ TEST(Streams, ResumeAfterRandomDisconnectsIsExact) {
       if (disconnects >= 6) stop_at = 0;  // then read to the end
       o.max_events = stop_at;
       client::SseClient c(o);
-      ASSERT_TRUE(c.Connect(srv.port()).ok());
+      ASSERT_OK(c.Connect(srv.port()));
       if (id.empty()) {
         ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"resume me","max_new_tokens":80,"seed":)" +
                                              std::to_string(n) + "}")
@@ -164,7 +164,7 @@ TEST(Streams, ResumeBeyondTheWindowIs409WithOldestAvailable) {
   EXPECT_EQ(created.Find("events")->as_string(), "/v1/streams/" + id + "/events");
   // Keep it alive while it runs: attach once so linger does not cancel it.
   client::SseClient watcher;
-  ASSERT_TRUE(watcher.Connect(srv.port()).ok());
+  ASSERT_OK(watcher.Connect(srv.port()));
   ASSERT_TRUE(watcher.Get("/v1/streams/" + id + "/events", "").ok());
   ASSERT_TRUE(watcher.ReadEvents().ok());
   ASSERT_TRUE(watcher.result().ended);
@@ -179,7 +179,7 @@ TEST(Streams, ResumeBeyondTheWindowIs409WithOldestAvailable) {
   // Exactly at the window edge it works, through every spelling.
   for (std::string q : {"?after=", "?starting_after="}) {
     client::SseClient c;
-    ASSERT_TRUE(c.Connect(srv.port()).ok());
+    ASSERT_OK(c.Connect(srv.port()));
     ASSERT_TRUE(c.Get("/v1/streams/" + id + "/events" + q + std::to_string(oldest - 1), "").ok());
     ASSERT_TRUE(c.ReadEvents().ok());
     ASSERT_EQ(c.result().events.size(), 8u);
@@ -217,7 +217,7 @@ TEST(Streams, DeleteAnswers204OnlyAfterTheProducerExitedAndIsIdempotent) {
   EXPECT_EQ(st.Find("state")->as_string(), "finished");
   // The stream's last event says why it ended.
   client::SseClient r;
-  ASSERT_TRUE(r.Connect(srv.port()).ok());
+  ASSERT_OK(r.Connect(srv.port()));
   ASSERT_TRUE(r.Get("/v1/streams/" + id + "/events", "").ok());
   ASSERT_TRUE(r.ReadEvents().ok());
   EXPECT_EQ(r.result().events.back().type, "done");
@@ -234,7 +234,7 @@ TEST(Streams, LingerCancelsAfterDisconnectAndAResumeRescues) {
     client::SseOptions o;
     o.max_events = 3;
     client::SseClient c(o);
-    ASSERT_TRUE(c.Connect(srv.port()).ok());
+    ASSERT_OK(c.Connect(srv.port()));
     ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"x","max_new_tokens":20})").ok());
     id = std::string(HeaderOf(c.result().head, "X-Stream-Id"));
     ASSERT_TRUE(c.ReadEvents().ok());
@@ -242,7 +242,7 @@ TEST(Streams, LingerCancelsAfterDisconnectAndAResumeRescues) {
   }
   {
     client::SseClient c;
-    ASSERT_TRUE(c.Connect(srv.port()).ok());
+    ASSERT_OK(c.Connect(srv.port()));
     ASSERT_TRUE(c.Get("/v1/streams/" + id + "/events", std::to_string(got.ids.back())).ok());
     ASSERT_TRUE(c.ReadEvents().ok());
     Absorb(c.result().events, &got);
@@ -256,7 +256,7 @@ TEST(Streams, LingerCancelsAfterDisconnectAndAResumeRescues) {
     o.max_events = 2;
     o.close_with_reset = true;
     client::SseClient c(o);
-    ASSERT_TRUE(c.Connect(srv.port()).ok());
+    ASSERT_OK(c.Connect(srv.port()));
     ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"x","max_new_tokens":1000})").ok());
     id2 = std::string(HeaderOf(c.result().head, "X-Stream-Id"));
     ASSERT_TRUE(c.ReadEvents().ok());
@@ -285,7 +285,7 @@ PolicyRun StallThenRead(AppServer& srv, const std::string& policy, int stall_ms)
   o.http.io_timeout_ms = 10000;
   o.stop_after = StopOnceAfter(1);
   client::SseClient c(o);
-  EXPECT_TRUE(c.Connect(srv.port()).ok());
+  EXPECT_OK(c.Connect(srv.port()));
   EXPECT_TRUE(c.Post("/v1/stream", R"({"prompt":"slow","max_new_tokens":6000,"policy":")" + policy +
                                        "\"}")
                   .ok());
@@ -311,7 +311,7 @@ TEST(Streams, DropSlowDetachesTheSlowReaderWhoCanResume) {
   EXPECT_TRUE(Contiguous(run.got.ids));
   // Generation went on; resume from resume_from finishes the stream exactly.
   client::SseClient c;
-  ASSERT_TRUE(c.Connect(srv.port()).ok());
+  ASSERT_OK(c.Connect(srv.port()));
   ASSERT_TRUE(c.Get("/v1/streams/" + run.id + "/events", std::to_string(run.resume_from)).ok());
   ASSERT_TRUE(c.ReadEvents().ok());
   Absorb(c.result().events, &run.got);
@@ -328,12 +328,13 @@ TEST(Streams, PauseProducerStopsGenerationForASlowReader) {
   o.http.rcvbuf_bytes = 4096;
   o.stop_after = StopOnceAfter(1);
   client::SseClient c(o);
-  ASSERT_TRUE(c.Connect(srv.port()).ok());
+  ASSERT_OK(c.Connect(srv.port()));
   ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"slow","max_new_tokens":6000,"policy":"pause_producer"})").ok());
   std::string id(HeaderOf(c.result().head, "X-Stream-Id"));
   ASSERT_TRUE(c.ReadEvents().ok());
   ASSERT_TRUE(WaitUntil([&] {
-    const json::Value* state = srv.CallJson("GET", "/v1/streams/" + id).Find("state");
+    json::Value status = srv.CallJson("GET", "/v1/streams/" + id);
+    const json::Value* state = status.Find("state");
     return state != nullptr && state->as_string() == "paused";
   }));
   // Socket buffers fill in steps (the kernel's windows grow), so the producer
@@ -344,7 +345,8 @@ TEST(Streams, PauseProducerStopsGenerationForASlowReader) {
     size_t before = srv.Emissions(id).Find("tokens")->items().size();
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     produced = srv.Emissions(id).Find("tokens")->items().size();
-    const json::Value* state = srv.CallJson("GET", "/v1/streams/" + id).Find("state");
+    json::Value status = srv.CallJson("GET", "/v1/streams/" + id);
+    const json::Value* state = status.Find("state");
     return before == produced && state != nullptr && state->as_string() == "paused";
   }));
   EXPECT_LT(produced, 6000u);
@@ -377,7 +379,7 @@ TEST(Streams, HeartbeatsArriveOnAnIdleStream) {
   client::SseOptions o;
   o.stop_after = StopOnceAfter(2);  // start + first token (after 400 ms of silence)
   client::SseClient c(o);
-  ASSERT_TRUE(c.Connect(srv.port()).ok());
+  ASSERT_OK(c.Connect(srv.port()));
   ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"x","max_new_tokens":2})").ok());
   ASSERT_TRUE(c.ReadEvents().ok());
   EXPECT_GE(c.result().comments.size(), 3u);
@@ -392,7 +394,7 @@ TEST(Streams, ShutdownMidStreamSendsShuttingDownAndExits) {
   client::SseOptions o;
   o.stop_after = StopOnceAfter(3);
   client::SseClient c(o);
-  ASSERT_TRUE(c.Connect(srv.port()).ok());
+  ASSERT_OK(c.Connect(srv.port()));
   ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"x","max_new_tokens":1000})").ok());
   ASSERT_TRUE(c.ReadEvents().ok());
   std::thread stopper([&] { EXPECT_LT(srv.StopAndTimeMs(), 2000); });

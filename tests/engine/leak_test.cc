@@ -56,7 +56,12 @@ TEST(EngineLeak, ThreeHundredStreamsThroughHttp) {
         std::unique_ptr<client::SseClient> cp;
         for (int attempt = 0;; attempt++) {
           cp = std::make_unique<client::SseClient>(o);
-          if (!cp->Connect(srv.port()).ok() || !cp->Post("/v1/stream", Body(i)).ok()) break;
+          Status cs = cp->Connect(srv.port());
+          if (cs.ok()) cs = cp->Post("/v1/stream", Body(i));
+          if (!cs.ok()) {
+            ADD_FAILURE() << "stream " << i << ": " << cs.message();
+            break;
+          }
           if (cp->is_event_stream() || cp->result().head.status != 503 || attempt > 200) break;
           cp->http().Close();
           std::this_thread::sleep_for(std::chrono::milliseconds(20));  // overloaded: retry
@@ -155,7 +160,8 @@ TEST(EngineLeak, StreamEqualsGenerate) {
                            std::string(R"({"prompt":"Seeded","max_new_tokens":30,"temperature":1.0,"seed":3})"),
                            std::string(R"({"prompt_tokens":[464,3139,286,4881,318],"max_new_tokens":20})")}) {
     client::SseResult res;
-    ASSERT_TRUE(client::PostSse(srv.port(), "/v1/stream", body, &res).ok());
+    Status ps = client::PostSse(srv.port(), "/v1/stream", body, &res);
+    ASSERT_TRUE(ps.ok()) << ps.message();
     std::vector<int64_t> tokens;
     std::string text;
     for (const auto& ev : res.events) {

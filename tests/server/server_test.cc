@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -556,6 +557,71 @@ TEST(ServerTest, Http10ClientsGetKeepAliveOnlyWhenAskedAndStreamsUntilClose) {
   EXPECT_EQ(r.Header("Transfer-Encoding"), "");
   EXPECT_EQ(r.Header("Connection"), "close");
   EXPECT_EQ(r.body, "one,two");
+}
+
+}  // namespace
+}  // namespace tw::testing
+
+namespace tw::testing {
+namespace {
+
+// A toy protocol after the upgrade: echoes every byte upper-cased.
+struct UpperEcho : net::ConnectionHandler {
+  UpperEcho(net::Connection* c, std::atomic<int>* closed) : conn(c), closed_calls(closed) {}
+  void OnData(const char* data, size_t len) override {
+    std::string s(data, len);
+    for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    conn->Write(s);
+  }
+  void OnDrained() override {}
+  void OnClosed() override { ++*closed_calls; }
+  void OnShutdown() override { conn->CloseAfterFlush(); }
+  net::Connection* conn;
+  std::atomic<int>* closed_calls;
+};
+
+TEST(ServerTest, UpgradeHandsTheConnectionAndLeftoverBytesToANewHandler) {
+  ServerFixture f;
+  AddBasicRoutes(f.router());
+  std::atomic<int> closed{0};
+  std::string leftover_seen;  // loop thread, read after sync
+  f.router().Add("GET", "/up", [&](const Request&, Responder resp) {
+    bool ok = resp.Upgrade(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: upper\r\nConnection: Upgrade\r\n\r\n",
+        [&](net::Connection* c, std::string leftover) {
+          leftover_seen = leftover;
+          auto h = std::make_unique<UpperEcho>(c, &closed);
+          h->OnData(leftover.data(), leftover.size());
+          return h;
+        });
+    EXPECT_TRUE(ok);
+    EXPECT_FALSE(resp.Upgrade("x", {}));  // answered already
+  });
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/up", "Upgrade: upper\r\nConnection: Upgrade\r\n") + "early"));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 101);
+  EXPECT_EQ(r.Header("Upgrade"), "upper");
+  ASSERT_TRUE(ServerFixture::WaitFor([&] {
+    c.ReadSome(10);
+    return c.buffer() == "EARLY";
+  }));
+  ASSERT_TRUE(c.SendAll("late"));
+  ASSERT_TRUE(ServerFixture::WaitFor([&] {
+    c.ReadSome(10);
+    return c.buffer() == "EARLYLATE";
+  }));
+  f.RunOnLoop([&] { EXPECT_EQ(leftover_seen, "early"); });
+  // Shutdown reaches the new handler, which closes; on_idle follows.
+  std::atomic<bool> idle{false};
+  f.RunOnLoop([&] { f.server().BeginShutdown([&] { idle = true; }); });
+  EXPECT_TRUE(c.WaitClosed());
+  c.Close();
+  EXPECT_TRUE(ServerFixture::WaitFor([&] { return idle.load(); }));
+  EXPECT_EQ(closed.load(), 1);
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ void WsTestClient::Disconnect() {
   fd_ = -1;
 }
 
+void WsTestClient::DisconnectWithReset() {
+  if (fd_ < 0) return;
+  linger l{1, 0};  // close() then sends RST instead of FIN
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  Disconnect();
+}
+
 Status WsTestClient::Connect(uint16_t port, const std::string& path,
                              const std::vector<std::pair<std::string, std::string>>& extra_headers,
                              int* status, std::string* head_out) {
@@ -36,6 +43,7 @@ Status WsTestClient::Connect(uint16_t port, const std::string& path,
   if (fd_ < 0) return Status::FromErrno("socket");
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (rcvbuf_bytes > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf_bytes, sizeof rcvbuf_bytes);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);

@@ -63,8 +63,10 @@ class WsTestClient {
   // or 0 if none) followed by EOF (*eof).
   uint16_t CloseHandshake(uint16_t code, bool* eof);
   void Disconnect();
+  void DisconnectWithReset();
   int fd() const { return fd_; }
 
+  int rcvbuf_bytes = 0;  // SO_RCVBUF before connecting (0: kernel default)
   std::vector<std::string> pongs;  // payloads of pongs seen by ReadMessage
   std::vector<std::string> pings;  // payloads of pings seen by ReadMessage
   size_t frames_in_last_message = 0;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make bench: build, run the benchmarks, and rewrite RESULTS.md's generated
+# section from the raw results in bench/results/ (build/bench/render).
+#
+#   make bench                 quick streams scenarios + the HTTP bench
+#   make bench BENCH=full      full-size streams scenarios + HTTP + CPU model
+#   make bench BENCH=cpu       quick streams + HTTP + CPU model (quick)
+#   make bench BENCH=streams,http,cpu,full   any comma-separated selection
+#                              (naming any of streams/http/cpu runs only those)
+#
+# A bench that cannot run here (wrk or nginx missing for the HTTP bench) is
+# reported and skipped; the renderer then shows that bench's newest committed
+# result, which carries its own date and command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH=${BENCH:-quick}
+has() { [[ ",$BENCH," == *",$1,"* ]]; }
+FULL=""; has full && FULL=1
+if has streams || has http || has cpu; then
+  RUN_STREAMS=$(has streams && echo 1 || true); RUN_HTTP=$(has http && echo 1 || true); RUN_CPU=$(has cpu && echo 1 || true)
+else
+  RUN_STREAMS=1; RUN_HTTP=1; RUN_CPU=""
+  { [ -n "$FULL" ] || has cpu; } && RUN_CPU=1
+fi
+
+make -s -j2 build/tokenwire build/bench/loadgen build/bench/render
+START=$(date +%s)
+status=0
+if [ -n "$RUN_STREAMS" ]; then
+  MODE=quick; [ -n "$FULL" ] && MODE=full
+  echo "== streams scenarios ($MODE)"
+  bash bench/streams/run.sh ${FULL:+--full} || status=1
+fi
+if [ -n "$RUN_HTTP" ]; then
+  echo "== HTTP bench (bench/http/run.sh)"
+  if command -v wrk >/dev/null && command -v nginx >/dev/null; then
+    bash bench/http/run.sh || status=1
+  else
+    echo "skipped: wrk and nginx are needed (apt-get install -y wrk nginx)"
+  fi
+fi
+if [ -n "$RUN_CPU" ]; then
+  echo "== CPU model bench (bench/cpu_model/run.sh)"
+  if [ -n "$FULL" ]; then bash bench/cpu_model/run.sh || status=1; else bash bench/cpu_model/run.sh --quick || status=1; fi
+fi
+build/bench/render --results bench/results --out RESULTS.md || status=1
+echo "make bench: $(( $(date +%s) - START )) s; RESULTS.md rewritten from bench/results/"
+exit $status

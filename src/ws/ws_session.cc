@@ -1,0 +1,277 @@
+#include "ws/ws_session.h"
+
+namespace tw::ws {
+
+// One stream carried by the session: the stream::Subscription the hub
+// delivers to. Owned by the session's slot table; freed after the loop
+// iteration in which it ended.
+class WsSession::Slot : public stream::Subscription {
+ public:
+  Slot(WsSession* session, std::string stream_id) : session_(session), id_(std::move(stream_id)) {}
+
+  stream::DeliverResult Deliver(const stream::Event& ev) override {
+    WsConnection* ws = session_->ws_;
+    if (session_->closed_ || ws == nullptr || !ws->open()) return stream::DeliverResult::kGone;
+    scratch_.clear();
+    json::Writer w(&scratch_);
+    w.BeginObject();
+    w.Key("stream");
+    w.String(id_);
+    w.Key("seq");
+    w.Int(static_cast<int64_t>(ev.seq));
+    w.Key("type");
+    w.String(stream::EventTypeName(ev.type));
+    if (ev.type == stream::EventType::kError) {
+      w.Key("error");
+      w.Raw(ev.data);
+      w.EndObject();
+    } else {
+      // The event's own fields follow ours: splice its object's members in.
+      std::string_view d = ev.data;
+      if (d.size() > 2 && d.front() == '{' && d.back() == '}') {
+        scratch_ += ',';
+        scratch_.append(d.substr(1));  // members and the closing brace
+      } else {
+        w.EndObject();
+      }
+    }
+    if (ws->buffered_bytes() + scratch_.size() + kMaxFrameHeaderBytes + session_->options_.reserve_bytes >
+        ws->max_output_bytes()) {
+      return stream::DeliverResult::kNoRoom;
+    }
+    switch (ws->Send(Opcode::kText, scratch_)) {
+      case net::WriteResult::kTaken:
+      case net::WriteResult::kQueued:
+        return stream::DeliverResult::kTaken;
+      case net::WriteResult::kRefused:
+        return stream::DeliverResult::kNoRoom;
+      case net::WriteResult::kClosed:
+        break;
+    }
+    return stream::DeliverResult::kGone;
+  }
+
+  void Complete() override { session_->RemoveSlot(this); }
+
+  void End(const stream::SubscriberEnd& end) override {
+    session_->SendError(id_, "", end.type, end.message, end.retryable,
+                        {{"resume_from", std::to_string(end.resume_from)}});
+    session_->RemoveSlot(this);
+  }
+
+  const std::string& id() const { return id_; }
+
+ private:
+  WsSession* session_;
+  std::string id_;
+  std::string scratch_;
+};
+
+WsSession::WsSession(net::EventLoop* loop, stream::StreamHub* hub, GenerationStarter starter,
+                     const SessionOptions& options)
+    : loop_(loop), hub_(hub), starter_(std::move(starter)), options_(options) {}
+
+WsSession::~WsSession() {
+  // The connection normally reports OnClosed first; detach anything left.
+  for (auto& [ptr, slot] : slots_) hub_->Detach(ptr);
+}
+
+void WsSession::OnMessage(Opcode opcode, std::string_view payload) {
+  if (closed_) return;
+  if (opcode != Opcode::kText) {
+    ws_->Close(close_code::kUnsupportedData, "binary messages are not supported; send JSON text");
+    return;
+  }
+  json::Value msg;
+  json::ParseLimits lim;
+  lim.max_bytes = options_.max_json_bytes;
+  lim.max_depth = options_.max_json_depth;
+  size_t offset = 0;
+  Status st = json::Parse(payload, &msg, lim, &offset);
+  if (!st.ok()) {
+    SendError("", "", "invalid_json", st.message(), false, {{"offset", std::to_string(offset)}});
+    return;
+  }
+  const json::Value* op = msg.is_object() ? msg.Find("op") : nullptr;
+  if (op == nullptr || !op->is_string()) {
+    SendError("", "", "invalid_request",
+              "expected a JSON object with \"op\": \"generate\", \"resume\" or \"cancel\"", false);
+    return;
+  }
+  const std::string& name = op->as_string();
+  if (name == "generate") {
+    HandleGenerate(payload);
+  } else if (name == "resume") {
+    HandleResume(msg);
+  } else if (name == "cancel") {
+    HandleCancel(msg);
+  } else {
+    SendError("", name, "invalid_request",
+              "unknown op '" + name + "' (expected generate, resume or cancel)", false);
+  }
+}
+
+void WsSession::HandleGenerate(std::string_view raw) {
+  if (slots_.size() >= options_.max_streams_per_connection) {
+    SendError("", "generate", "too_many_streams",
+              "this connection already carries " + std::to_string(slots_.size()) +
+                  " streams (--ws-max-streams-per-connection)",
+              true);
+    return;
+  }
+  StartRefusal refusal;
+  std::shared_ptr<stream::Stream> s = starter_(raw, &refusal);
+  if (!s) {
+    SendError("", "generate", refusal.type, refusal.message, refusal.retryable, refusal.extra);
+    return;
+  }
+  uint64_t oldest = 0;
+  AttachSlot(s, 0, &oldest);  // a fresh stream: cannot be refused
+}
+
+void WsSession::HandleResume(const json::Value& msg) {
+  const json::Value* id = msg.Find("stream");
+  const json::Value* after = msg.Find("after");
+  if (id == nullptr || !id->is_string() || (after != nullptr && (!after->is_int() || after->as_int() < 0))) {
+    SendError("", "resume", "invalid_request",
+              "resume needs \"stream\": string and \"after\": a non-negative integer (an event seq)", false);
+    return;
+  }
+  const std::string& sid = id->as_string();
+  uint64_t after_seq = after ? static_cast<uint64_t>(after->as_int()) : 0;
+  if (FindSlot(sid) != nullptr) {
+    SendError(sid, "resume", "invalid_request", "this connection is already attached to the stream", false);
+    return;
+  }
+  if (slots_.size() >= options_.max_streams_per_connection) {
+    SendError(sid, "resume", "too_many_streams",
+              "this connection already carries " + std::to_string(slots_.size()) +
+                  " streams (--ws-max-streams-per-connection)",
+              true);
+    return;
+  }
+  std::shared_ptr<stream::Stream> s = hub_->Find(sid);
+  if (!s) {
+    hub_->CountResumeNotFound();
+    SendError(sid, "resume", "not_found", "unknown or expired stream '" + sid + "'", false);
+    return;
+  }
+  uint64_t oldest = 0;
+  stream::Stream::AttachResult r = AttachSlot(s, after_seq, &oldest);
+  if (r == stream::Stream::AttachResult::kWindowExceeded) {
+    SendError(sid, "resume", "resume_window_exceeded",
+              "event " + std::to_string(after_seq + 1) +
+                  " has left the resume window; the oldest event still held is " + std::to_string(oldest),
+              false, {{"oldest_available", std::to_string(oldest)}});
+  } else if (r != stream::Stream::AttachResult::kOk) {
+    SendError(sid, "resume", "overloaded", "too many subscribers on this stream (--max-subscribers)", true);
+  }
+}
+
+void WsSession::HandleCancel(const json::Value& msg) {
+  const json::Value* id = msg.Find("stream");
+  if (id == nullptr || !id->is_string()) {
+    SendError("", "cancel", "invalid_request", "cancel needs \"stream\": string", false);
+    return;
+  }
+  std::string sid = id->as_string();
+  std::shared_ptr<stream::Stream> s = hub_->Find(sid);
+  if (!s) {
+    SendError(sid, "cancel", "not_found", "unknown or expired stream '" + sid + "'", false);
+    return;
+  }
+  std::weak_ptr<bool> alive = alive_;
+  // "cancelled" only once the producer has exited (and released its blocks).
+  hub_->Cancel(s, [this, alive, sid] {
+    if (alive.expired() || closed_ || ws_ == nullptr) return;
+    std::string m = "{\"type\":\"cancelled\",\"stream\":";
+    json::AppendQuoted(&m, sid);
+    m += '}';
+    ws_->SendUnbounded(Opcode::kText, m);
+  });
+}
+
+stream::Stream::AttachResult WsSession::AttachSlot(const std::shared_ptr<stream::Stream>& s,
+                                                   uint64_t after, uint64_t* oldest) {
+  auto slot = std::make_shared<Slot>(this, s->id());
+  Slot* raw = slot.get();
+  slots_[raw] = slot;  // before Attach: it may deliver (and even complete) at once
+  stream::Stream::AttachResult r = hub_->Attach(s, raw, after, oldest);
+  if (r != stream::Stream::AttachResult::kOk) {
+    auto it = slots_.find(raw);
+    if (it != slots_.end()) {
+      loop_->ReleaseLater(std::move(it->second));
+      slots_.erase(it);
+    }
+  }
+  return r;
+}
+
+void WsSession::RemoveSlot(Slot* slot) {
+  auto it = slots_.find(slot);
+  if (it == slots_.end()) return;
+  loop_->ReleaseLater(std::move(it->second));  // the hub may be inside its call
+  slots_.erase(it);
+}
+
+WsSession::Slot* WsSession::FindSlot(std::string_view stream_id) {
+  for (auto& [ptr, slot] : slots_) {
+    if (slot->id() == stream_id) return ptr;
+  }
+  return nullptr;
+}
+
+void WsSession::SendError(std::string_view stream_id, std::string_view op, std::string_view type,
+                          std::string_view message, bool retryable,
+                          const std::vector<std::pair<std::string, std::string>>& extra) {
+  if (closed_ || ws_ == nullptr) return;
+  std::string m;
+  json::Writer w(&m);
+  w.BeginObject();
+  w.Key("type");
+  w.String("error");
+  if (!stream_id.empty()) {
+    w.Key("stream");
+    w.String(stream_id);
+  }
+  if (!op.empty()) {
+    w.Key("op");
+    w.String(op);
+  }
+  w.Key("error");
+  w.BeginObject();
+  w.Key("type");
+  w.String(type);
+  w.Key("message");
+  w.String(message);
+  w.Key("retryable");
+  w.Bool(retryable);
+  for (const auto& [k, v] : extra) {
+    w.Key(k);
+    w.Raw(v);
+  }
+  w.EndObject();
+  w.EndObject();
+  ws_->SendUnbounded(Opcode::kText, m);
+}
+
+void WsSession::OnWritable() {
+  std::vector<std::shared_ptr<Slot>> all;
+  for (auto& [ptr, slot] : slots_) all.push_back(slot);
+  for (auto& slot : all) {
+    if (slots_.count(slot.get())) hub_->OnWritable(slot.get());
+  }
+}
+
+void WsSession::OnClosed(uint16_t) {
+  closed_ = true;
+  // The client went away: the hub forgets each slot (linger starts), exactly
+  // as when an SSE response's connection closes.
+  for (auto& [ptr, slot] : slots_) {
+    hub_->Detach(ptr);
+    loop_->ReleaseLater(slot);
+  }
+  slots_.clear();
+}
+
+}  // namespace tw::ws
