@@ -432,8 +432,8 @@ std::vector<Row> SlowReaders(Ctx& c, const Args& a, std::vector<std::string>* no
       bool slow_gone = false;
       while (!slow_gone) {
         engine::EngineStats st = srv.eng->stats();
-        if (std::isnan(released_s) && st.submitted == static_cast<uint64_t>(streams) && st.running == 0 &&
-            st.waiting == 0) {
+        if (std::isnan(released_s) && st.finished == static_cast<uint64_t>(streams) &&
+            st.kv_blocks_free == st.kv_blocks_total) {
           released_s = Ms(Clock::now() - t0) / 1000;
         }
         slow_gone = healthy_left.load() == 0 &&

@@ -61,9 +61,16 @@ std::string BuildResponseHead(const ResponseHead& head) {
   out.append(num, r.ptr);
   out += ' ';
   out += ReasonPhrase(head.status);
-  out += "\r\nContent-Type: ";
-  out += SafeHeaderText(head.content_type) ? head.content_type : "application/octet-stream";
-  switch (head.framing) {
+  // 1xx, 204 and 304 carry no content: no Content-Type, no Content-Length
+  // (RFC 9110 §8.6: a server must not send Content-Length in a 204).
+  const bool no_content = head.status < 200 || head.status == 204 || head.status == 304;
+  if (!no_content) {
+    out += "\r\nContent-Type: ";
+    out += SafeHeaderText(head.content_type) && !head.content_type.empty()
+               ? head.content_type
+               : std::string_view("application/octet-stream");
+  }
+  switch (no_content ? BodyFraming::kUntilClose : head.framing) {
     case BodyFraming::kContentLength:
       out += "\r\nContent-Length: ";
       r = std::to_chars(num, num + sizeof num, head.content_length);

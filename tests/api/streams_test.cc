@@ -209,6 +209,8 @@ TEST(Streams, DeleteAnswers204OnlyAfterTheProducerExitedAndIsIdempotent) {
   std::string id = c.Find("stream")->as_string();
   client::Response d = srv.Call("DELETE", "/v1/streams/" + id);
   EXPECT_EQ(d.head.status, 204);
+  EXPECT_EQ(d.head.Find("Content-Length"), nullptr);  // RFC 9110 §8.6
+  EXPECT_TRUE(d.body.empty());
   json::Value log = srv.Emissions(id);
   EXPECT_TRUE(log.Find("exited")->as_bool());
   EXPECT_EQ(log.Find("finish_reason")->as_string(), "cancelled");

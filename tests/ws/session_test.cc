@@ -342,17 +342,18 @@ TEST(WsSession, PauseProducerPausesForASlowReaderAndLosesNothing) {
   ASSERT_TRUE(c.Connect(srv.port(), "/v1/ws").ok());
   Collected got;
   std::string id = Generate(c, R"("prompt":"slow","max_new_tokens":6000,"policy":"pause_producer")", &got);
-  ASSERT_TRUE(WaitUntil([&] {
-    const json::Value* state = srv.CallJson("GET", "/v1/streams/" + id).Find("state");
+  auto paused = [&] {
+    json::Value st = srv.CallJson("GET", "/v1/streams/" + id);  // named: Find points into it
+    const json::Value* state = st.Find("state");
     return state != nullptr && state->as_string() == "paused";
-  }));
+  };
+  ASSERT_TRUE(WaitUntil(paused));
   size_t produced = 0;
   ASSERT_TRUE(WaitUntil([&] {
     size_t before = srv.Emissions(id).Find("tokens")->items().size();
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     produced = srv.Emissions(id).Find("tokens")->items().size();
-    const json::Value* state = srv.CallJson("GET", "/v1/streams/" + id).Find("state");
-    return before == produced && state != nullptr && state->as_string() == "paused";
+    return before == produced && paused();
   }));
   EXPECT_LT(produced, 6000u);
   ReadUntilDone(c, &got);
