@@ -3,10 +3,12 @@
 # section from the raw results in bench/results/ (build/bench/render).
 #
 #   make bench                 quick streams scenarios + the HTTP bench
-#   make bench BENCH=full      full-size streams scenarios + HTTP + CPU model
-#   make bench BENCH=cpu       quick streams + HTTP + CPU model (quick)
-#   make bench BENCH=streams,http,cpu,full   any comma-separated selection
-#                              (naming any of streams/http/cpu runs only those)
+#   make bench BENCH=full      full-size streams scenarios + HTTP + CPU model + engine
+#   make bench BENCH=cpu       only the CPU model bench (quick), then render
+#   make bench BENCH=engine    only the engine bench (quick), then render
+#   make bench BENCH=streams,http,cpu,engine,full   any comma-separated selection
+#                              (naming any of streams/http/cpu/engine runs only those)
+# The CPU model and engine benches take minutes, so the default leaves them out.
 #
 # A bench that cannot run here (wrk or nginx missing for the HTTP bench) is
 # reported and skipped; the renderer then shows that bench's newest committed
@@ -17,11 +19,12 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-quick}
 has() { [[ ",$BENCH," == *",$1,"* ]]; }
 FULL=""; has full && FULL=1
-if has streams || has http || has cpu; then
-  RUN_STREAMS=$(has streams && echo 1 || true); RUN_HTTP=$(has http && echo 1 || true); RUN_CPU=$(has cpu && echo 1 || true)
+if has streams || has http || has cpu || has engine; then
+  RUN_STREAMS=$(has streams && echo 1 || true); RUN_HTTP=$(has http && echo 1 || true)
+  RUN_CPU=$(has cpu && echo 1 || true); RUN_ENGINE=$(has engine && echo 1 || true)
 else
-  RUN_STREAMS=1; RUN_HTTP=1; RUN_CPU=""
-  { [ -n "$FULL" ] || has cpu; } && RUN_CPU=1
+  RUN_STREAMS=1; RUN_HTTP=1; RUN_CPU=""; RUN_ENGINE=""
+  [ -n "$FULL" ] && RUN_CPU=1 && RUN_ENGINE=1
 fi
 
 make -s -j2 build/tokenwire build/bench/loadgen build/bench/render
@@ -43,6 +46,14 @@ fi
 if [ -n "$RUN_CPU" ]; then
   echo "== CPU model bench (bench/cpu_model/run.sh)"
   if [ -n "$FULL" ]; then bash bench/cpu_model/run.sh || status=1; else bash bench/cpu_model/run.sh --quick || status=1; fi
+fi
+if [ -n "$RUN_ENGINE" ]; then
+  echo "== engine bench (bench/engine/run.sh)"
+  if [ -f bench/engine/run.sh ]; then
+    if [ -n "$FULL" ]; then bash bench/engine/run.sh || status=1; else bash bench/engine/run.sh --quick || status=1; fi
+  else
+    echo "skipped: bench/engine/run.sh is not in this checkout"
+  fi
 fi
 build/bench/render --results bench/results --out RESULTS.md || status=1
 echo "make bench: $(( $(date +%s) - START )) s; RESULTS.md rewritten from bench/results/"

@@ -2,6 +2,7 @@
 # Engine benchmarks (issue 5): overlap, joiners, slow readers, disconnects.
 #
 #   bash bench/engine/run.sh [--quick] [--threads N]
+#   EXPS="overlap joiners" bash bench/engine/run.sh    (a subset)
 #
 # Full mode writes a GPT-2-small-shaped random checkpoint (weights_tool random
 # --shape gpt2, ~500 MB, a few seconds) into a temp dir and runs on it; quick
@@ -36,10 +37,10 @@ MODEL_ARGS=()
 if [ -z "$QUICK" ]; then
   make -s -j2 build/weights_tool
   build/weights_tool random --shape gpt2 --out "$TMP/gpt2"
-  MODEL_ARGS=(--model "$TMP/gpt2")
+  MODEL_ARGS=(--model "$TMP/gpt2" --model-note "random weights: weights_tool random --shape gpt2")
 fi
 mkdir -p bench/results
-for EXP in overlap joiners slow_readers disconnects; do
+for EXP in ${EXPS:-overlap joiners slow_readers disconnects}; do
   echo "== engine $EXP ${QUICK:-(gpt2 shape)}"
   "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" $QUICK \
     --command "bash bench/engine/run.sh $QUICK --threads $THREADS" \

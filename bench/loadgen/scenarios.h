@@ -1,4 +1,5 @@
-// The six streaming scenarios of issue 3 (bench/README in RESULTS.md). Each
+// The six streaming scenarios of issue 3 (scenarios_correctness.cc: 1-3,
+// scenarios_load.cc: 4-6; their numbers are rendered into RESULTS.md). Each
 // starts its own server child process (ServerProcess), drives it with an
 // Engine of StreamSessions, checks what arrived against the mock's emission
 // log (/lab/emissions/{id}) and MockBackend::TokenAt, and writes

@@ -246,10 +246,10 @@ int main(int argc, char** argv) {
     }
     RenderConvention(&md, it->second.second, it->second.first, results_dir);
   }
+  md += "## Other benchmarks\n\n";
   for (const auto& [name, fv] : convention) {
     if (std::find(order.begin(), order.end(), name) == order.end()) RenderConvention(&md, fv.second, fv.first, results_dir);
   }
-  md += "## Other benchmarks\n\n";
   if (!http.first.empty()) RenderHttp(&md, http.second, http.first);
   else md += "### HTTP keep-alive (bench/http)\n\nNo result file yet.\n\n";
   if (!cpu.first.empty()) RenderCpuModel(&md, cpu.second, cpu.first);

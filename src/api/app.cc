@@ -128,8 +128,9 @@ class CollectSubscription : public stream::Subscription {
 App::App(Config config) : config_(std::move(config)) {}
 
 App::~App() {
-  hub_.reset();
+  // Connections first: a transport still open calls back into the hub.
   server_.reset();
+  hub_.reset();
   if (backend_) backend_->Shutdown();
   if (signal_fd_ >= 0) ::close(signal_fd_);
 }

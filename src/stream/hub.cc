@@ -369,21 +369,40 @@ void StreamHub::HandleExit(Entry& e) {
   if (options_.retain_ms <= 0 && e.subs.empty()) {
     entries_.erase(id);
   } else {
-    e.retain_timer = loop_->AddTimer(std::max<int64_t>(options_.retain_ms, 0), [this, id] {
-      auto it = entries_.find(id);
-      if (it == entries_.end()) return;
-      // Subscribers still reading the tail keep the stream until they finish.
-      Entry& en = it->second;
-      en.retain_timer = 0;
-      for (Sub& s : en.subs) sub_index_.erase(s.transport);
-      std::vector<Sub> subs = std::move(en.subs);
-      entries_.erase(it);
-      for (Sub& s : subs) {
-        s.transport->End(SubscriberEnd{"expired", "the stream expired", false, s.cursor - 1});
-      }
-    });
+    e.retain_progress = CursorSum(e);
+    e.retain_timer = loop_->AddTimer(std::max<int64_t>(options_.retain_ms, 0),
+                                      [this, id] { RetainExpired(id); });
   }
   for (auto& w : waiters) w();
+}
+
+uint64_t StreamHub::CursorSum(const Entry& e) {
+  uint64_t sum = 0;
+  for (const Sub& s : e.subs) sum += s.cursor;
+  return sum;
+}
+
+void StreamHub::RetainExpired(const std::string& id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry& en = it->second;
+  en.retain_timer = 0;
+  // A subscriber still reading the tail (its cursor moved during the last
+  // period) keeps the stream for another period; one that took nothing for a
+  // whole period is ended, so a stalled reader cannot pin a stream forever.
+  uint64_t progress = CursorSum(en);
+  if (!en.subs.empty() && progress != en.retain_progress) {
+    en.retain_progress = progress;
+    en.retain_timer = loop_->AddTimer(std::max<int64_t>(options_.retain_ms, 1),
+                                      [this, id] { RetainExpired(id); });
+    return;
+  }
+  for (Sub& s : en.subs) sub_index_.erase(s.transport);
+  std::vector<Sub> subs = std::move(en.subs);
+  entries_.erase(it);
+  for (Sub& s : subs) {
+    s.transport->End(SubscriberEnd{"expired", "the stream expired", false, s.cursor - 1});
+  }
 }
 
 void StreamHub::BeginShutdown() {

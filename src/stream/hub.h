@@ -173,6 +173,7 @@ class StreamHub {
     uint64_t stall_timer = 0;
     uint64_t retain_timer = 0;
     Clock::time_point cancel_at{};
+    uint64_t retain_progress = 0;  // sum of cursors when the retain timer was armed
     std::vector<std::function<void()>> exit_waiters;
   };
 
@@ -186,6 +187,8 @@ class StreamHub {
   void StopTimer(uint64_t* id);
   void CancelGeneration(Entry& e);
   void HandleExit(Entry& e);
+  void RetainExpired(const std::string& id);
+  static uint64_t CursorSum(const Entry& e);
   Entry* EntryFor(const Stream& s);
   Entry* EntryForSub(Subscription* sub, size_t* index);
   std::string NewId();

@@ -415,3 +415,43 @@ TEST(Hub, MaxStreamsBound) {
 
 }  // namespace
 }  // namespace tw::stream
+
+namespace tw::stream {
+namespace {
+
+TEST(Hub, RetentionWaitsForAReaderThatProgressesAndEndsAStalledOne) {
+  HubOptions o;
+  o.retain_ms = 40;
+  HubFixture f(o);
+  FakeSub reader, stalled;
+  reader.room = 2;
+  stalled.room = 2;
+  auto s = f.Start(Policy::kDropSlow, &reader);
+  f.lt.Call([&] {
+    uint64_t oldest;
+    return f.hub->Attach(s, &stalled, 0, &oldest);
+  });
+  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 10));
+  // The reader takes two more events every 25 ms (faster than retain_ms).
+  for (int step = 0; step < 5 && !reader.Completed(); step++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    {
+      std::lock_guard<std::mutex> lock(reader.mu);
+      reader.room = 2;
+    }
+    f.lt.Call([&] {
+      f.hub->OnWritable(&reader);
+      return 0;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return reader.Completed(); }));
+  EXPECT_TRUE(Contiguous(reader.Seqs(), 1, 12));
+  ASSERT_TRUE(WaitFor([&] { return stalled.Ended(); }));
+  EXPECT_EQ(stalled.end.type, "expired");
+  EXPECT_EQ(stalled.end.resume_from, 2u);
+  ASSERT_TRUE(WaitFor([&] { return f.lt.Call([&] { return f.hub->Find(s->id()); }) == nullptr; }));
+}
+
+}  // namespace
+}  // namespace tw::stream
