@@ -175,7 +175,7 @@ std::string ServeHelp() {
   std::string h =
       "usage: tokenwire serve [flags]\n\n"
       "  --model DIR                 Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
-      "                              vocab.json + merges.txt); default: none\n"
+      "                              vocab.json + merges.txt); default: random tiny GPT-2 weights\n"
       "  --backend cpu|cuda|mock     default " + d.backend + "\n"
       "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
       "  --host ADDR                 default " + d.host + "\n"

@@ -17,7 +17,7 @@ namespace tw::api {
 struct Config {
   // Model and backend.
   std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
-  std::string backend = "mock"; // --backend cpu|cuda|mock
+  std::string backend = "cpu";  // --backend cpu|cuda|mock
   int threads = 0;              // --threads (0 = one per core)
   // Listening.
   std::string host = "127.0.0.1";
