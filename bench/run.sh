@@ -27,13 +27,15 @@ else
   [ -n "$FULL" ] && RUN_CPU=1 && RUN_ENGINE=1
 fi
 
-make -s -j2 build/tokenwire build/bench/loadgen build/bench/render
+make -s -j2 build/tokenwire build/bench/loadgen build/bench/ws_loadgen build/bench/render
 START=$(date +%s)
 status=0
 if [ -n "$RUN_STREAMS" ]; then
   MODE=quick; [ -n "$FULL" ] && MODE=full
   echo "== streams scenarios ($MODE)"
   bash bench/streams/run.sh ${FULL:+--full} || status=1
+  echo "== the same resume storm and 1,000-stream scenarios over WebSocket"
+  bash bench/ws_loadgen/run.sh ${FULL:+--full} || status=1
 fi
 if [ -n "$RUN_HTTP" ]; then
   echo "== HTTP bench (bench/http/run.sh)"

@@ -205,8 +205,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::sort(files.begin(), files.end());
-  const std::vector<std::string> order = {"streams/resume_storm", "streams/cancel_latency", "streams/abandonment",
-                                          "streams/concurrency", "streams/idle_soak", "streams/backpressure"};
+  // Each WebSocket scenario right after its SSE twin, so they read side by side.
+  const std::vector<std::string> order = {"streams/resume_storm",  "streams/ws_resume_storm",
+                                          "streams/cancel_latency", "streams/abandonment",
+                                          "streams/concurrency",   "streams/ws_concurrency",
+                                          "streams/idle_soak",     "streams/backpressure"};
   std::map<std::string, std::pair<std::string, Value>> convention;  // bench -> (file, doc)
   std::pair<std::string, Value> http, cpu;                          // newest of each (files are sorted)
   std::vector<std::string> skipped;

@@ -204,7 +204,8 @@ void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
 
 void MockBackend::Finish(Sequence& s, const char* reason, std::string /*text_tail*/) {
   int prompt = static_cast<int>(s.request.prompt_tokens.size());
-  s.stream->Finish(stream::EventType::kDone, DoneEventData(reason, prompt, s.produced));
+  // The log records the exit first: whoever learns of the exit through the
+  // stream (a DELETE's 204) then also finds it in the log.
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = logs_.find(s.id);
@@ -215,6 +216,7 @@ void MockBackend::Finish(Sequence& s, const char* reason, std::string /*text_tai
     }
     live_--;
   }
+  s.stream->Finish(stream::EventType::kDone, DoneEventData(reason, prompt, s.produced));
   if (s.ticket) tickets_.erase(s.ticket);
   seqs_.erase(s.id);  // destroys s
 }
