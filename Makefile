@@ -55,7 +55,7 @@ GTEST_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/li
 # tests link it to check its output.
 include bench/lib/bench.mk
 
-.PHONY: all test fuzz run bench clean gtest-check
+.PHONY: all test fuzz fuzz-check run bench clean gtest-check
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/tokenwire $(BUILD)/weights_tool
@@ -122,7 +122,10 @@ build/fuzz/%: tests/fuzz/%.cc build/fuzz/libtw_fuzz.a
 	@mkdir -p build/fuzz
 	$(CLANGXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libtw_fuzz.a
 
-fuzz: $(FUZZ_BINS)
+fuzz-check:
+	@command -v $(CLANGXX) >/dev/null 2>&1 || { echo "clang is missing: apt-get install -y clang libclang-rt-14-dev"; exit 1; }
+
+fuzz: fuzz-check $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do \
 	  name=$$(basename $$f); mkdir -p build/fuzz/corpus/$$name; \
 	  echo "== $$name for $(FUZZ_SECONDS)s"; \

@@ -240,7 +240,8 @@ bool StreamHub::DeliverTo(Entry& e, size_t index) {
   std::vector<EventPtr> batch;
   for (;;) {
     Sub& sub = e.subs[index];
-    if (!e.stream->ReadFrom(sub.cursor, 64, &batch)) {
+    bool finished = false;
+    if (!e.stream->ReadFrom(sub.cursor, 64, &batch, &finished)) {
       // The cursor fell out of the resume window (only possible if the lag
       // bound is not below the window): end with resume_from so the client
       // learns exactly where it stands; a resume there gets 409.
@@ -253,7 +254,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index) {
       return false;
     }
     if (batch.empty()) {
-      if (e.stream->finished()) {
+      if (finished) {
         // Finished and nothing left after the cursor: this subscriber resumed
         // after the terminal event; there is nothing more to send.
         Subscription* t = sub.transport;

@@ -87,9 +87,11 @@ size_t Stream::Detach(const void* subscriber) {
   return subscribers_.size();
 }
 
-bool Stream::ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out) const {
+bool Stream::ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out,
+                      bool* finished) const {
   out->clear();
   std::lock_guard<std::mutex> lock(mu_);
+  if (finished) *finished = finished_;
   uint64_t oldest = head_seq_ - ring_.size() + 1;
   if (from < oldest) return false;
   for (uint64_t seq = from; seq <= head_seq_ && out->size() < max_events; seq++) {

@@ -96,7 +96,11 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
   // Copies (shared pointers to) events with seq >= from, at most max_events,
   // into *out. Returns false if event `from` was already evicted (out empty).
-  bool ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out) const;
+  // *finished (optional) says, under the same lock, whether the terminal
+  // event has been appended: "nothing after `from` and finished" is then a
+  // consistent fact, not two separate reads with an append in between.
+  bool ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out,
+                bool* finished = nullptr) const;
 
   uint64_t head_seq() const;     // last appended sequence number (0 = none)
   uint64_t oldest_seq() const;   // oldest still in the ring (head+1 if empty)
