@@ -337,22 +337,22 @@ void App::AddRoutes() {
   AddWebSocketRoutes();
 }
 
-std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, http::Responder& r) {
+std::shared_ptr<stream::Stream> App::Launch(std::string_view body,
+                                            std::initializer_list<std::string_view> allow_extra,
+                                            Refusal* why) {
   if (shutting_down_) {
-    r.SendError(503, "shutting_down", "the server is shutting down", true, {},
-                {{"Retry-After", "1"}});
+    *why = {503, "shutting_down", "the server is shutting down", true, -1, 1000};
     return nullptr;
   }
   ParsedGeneration g;
   RequestError err;
-  if (!ParseGenerationRequest(req.body, tokenizer_, bounds_, default_policy_, &g, &err)) {
-    SendRequestError(r, err);
+  if (!ParseGenerationRequest(body, tokenizer_, bounds_, default_policy_, &g, &err, allow_extra)) {
+    *why = {err.status, err.type, err.message, false, err.offset, 0};
     return nullptr;
   }
   auto s = hub_->Create(g.policy);
   if (!s) {
-    r.SendError(503, "overloaded", "too many streams (--max-streams)", true,
-                {{"retry_after_ms", "1000"}}, {{"Retry-After", "1"}});
+    *why = {503, "overloaded", "too many streams (--max-streams)", true, -1, 1000};
     return nullptr;
   }
   int prompt_tokens = static_cast<int>(g.request.prompt_tokens.size());
@@ -360,13 +360,26 @@ std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, h
   backend::SubmitRefusal refusal;
   if (!backend_->Submit(s, std::move(g.request), &refusal)) {
     hub_->Abandon(s);
-    int64_t retry_s = std::max<int64_t>(1, (refusal.retry_after_ms + 999) / 1000);
-    r.SendError(refusal.http_status, refusal.type, refusal.message, true,
-                {{"retry_after_ms", std::to_string(refusal.retry_after_ms)}},
-                {{"Retry-After", std::to_string(retry_s)}});
+    *why = {refusal.http_status, refusal.type, refusal.message, refusal.http_status == 503, -1,
+            refusal.http_status == 503 ? refusal.retry_after_ms : 0};
     return nullptr;
   }
   return s;
+}
+
+std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, http::Responder& r) {
+  Refusal why;
+  auto s = Launch(req.body, {}, &why);
+  if (s) return s;
+  http::JsonFields extra;
+  http::Headers headers = CorsHeaders();
+  if (why.offset >= 0) extra.push_back({"offset", std::to_string(why.offset)});
+  if (why.retry_after_ms > 0) {
+    extra.push_back({"retry_after_ms", std::to_string(why.retry_after_ms)});
+    headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (why.retry_after_ms + 999) / 1000)));
+  }
+  r.SendError(why.status, why.type, why.message, why.retryable, extra, headers);
+  return nullptr;
 }
 
 void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after) {
@@ -504,17 +517,19 @@ void App::HandleDelete(const http::Request&, http::Responder r) {
   hub_->Cancel(s, [r, h]() mutable { r.Send(204, "", "", h); });
 }
 
-void App::HandleTokenize(const http::Request& req, http::Responder r) {
-  json::Value v;
+bool App::ParseJsonBody(const http::Request& req, http::Responder& r, json::Value* out) {
   json::ParseLimits lim;
-  lim.max_bytes = req.body.size() + 1;
+  lim.max_bytes = req.body.size() + 1;  // the HTTP layer already bounded the body
   lim.max_depth = static_cast<int>(config_.max_json_depth);
   size_t off = 0;
-  Status st = json::Parse(req.body, &v, lim, &off);
-  if (!st.ok()) {
-    SendRequestError(r, {400, "invalid_json", st.message(), static_cast<int64_t>(off)});
-    return;
-  }
+  Status st = json::Parse(req.body, out, lim, &off);
+  if (!st.ok()) SendRequestError(r, {400, "invalid_json", st.message(), static_cast<int64_t>(off)});
+  return st.ok();
+}
+
+void App::HandleTokenize(const http::Request& req, http::Responder r) {
+  json::Value v;
+  if (!ParseJsonBody(req, r, &v)) return;
   const json::Value* text = v.Find("text");
   if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
     SendRequestError(r, {400, "invalid_request", "expected {\"text\": string}", -1});
@@ -536,15 +551,7 @@ void App::HandleTokenize(const http::Request& req, http::Responder r) {
 
 void App::HandleDetokenize(const http::Request& req, http::Responder r) {
   json::Value v;
-  json::ParseLimits lim;
-  lim.max_bytes = req.body.size() + 1;
-  lim.max_depth = static_cast<int>(config_.max_json_depth);
-  size_t off = 0;
-  Status st = json::Parse(req.body, &v, lim, &off);
-  if (!st.ok()) {
-    SendRequestError(r, {400, "invalid_json", st.message(), static_cast<int64_t>(off)});
-    return;
-  }
+  if (!ParseJsonBody(req, r, &v)) return;
   const json::Value* toks = v.Find("tokens");
   if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
     SendRequestError(r, {400, "invalid_request", "expected {\"tokens\": [ids]}", -1});
@@ -711,31 +718,13 @@ void App::AddWebSocketRoutes() {
 }
 
 std::shared_ptr<stream::Stream> App::StartWsGeneration(std::string_view message, ws::StartRefusal* refusal) {
-  if (shutting_down_) {
-    *refusal = {"shutting_down", "the server is shutting down", true, {{"retry_after_ms", "1000"}}};
-    return nullptr;
-  }
-  ParsedGeneration g;
-  RequestError err;
-  if (!ParseGenerationRequest(message, tokenizer_, bounds_, default_policy_, &g, &err, {"op"})) {
-    *refusal = {err.type, err.message, false, {}};
-    if (err.offset >= 0) refusal->extra.emplace_back("offset", std::to_string(err.offset));
-    return nullptr;
-  }
-  auto s = hub_->Create(g.policy);
-  if (!s) {
-    *refusal = {"overloaded", "too many streams (--max-streams)", true, {{"retry_after_ms", "1000"}}};
-    return nullptr;
-  }
-  int prompt_tokens = static_cast<int>(g.request.prompt_tokens.size());
-  s->Append(stream::EventType::kStart, backend::StartEventData(s->id(), model_name_, prompt_tokens));
-  backend::SubmitRefusal sr;
-  if (!backend_->Submit(s, std::move(g.request), &sr)) {
-    hub_->Abandon(s);
-    *refusal = {sr.type, sr.message, true, {{"retry_after_ms", std::to_string(sr.retry_after_ms)}}};
-    return nullptr;
-  }
-  return s;
+  Refusal why;
+  auto s = Launch(message, {"op"}, &why);
+  if (s) return s;
+  *refusal = {why.type, why.message, why.retryable, {}};
+  if (why.offset >= 0) refusal->extra.emplace_back("offset", std::to_string(why.offset));
+  if (why.retry_after_ms > 0) refusal->extra.emplace_back("retry_after_ms", std::to_string(why.retry_after_ms));
+  return nullptr;
 }
 
 }  // namespace tw::api

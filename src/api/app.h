@@ -73,12 +73,28 @@ class App {
   // Creates, submits and returns a stream, or answers the refusal and
   // returns nullptr.
   std::shared_ptr<stream::Stream> StartGeneration(const http::Request& req, http::Responder& r);
+  // Why a generation was refused before its first byte, transport-neutral.
+  struct Refusal {
+    int status = 400;
+    std::string type;
+    std::string message;
+    bool retryable = false;
+    int64_t offset = -1;          // invalid_json: byte offset
+    int64_t retry_after_ms = 0;   // > 0: retry after this long
+  };
+  // The core both transports share: parse, create, append `start`, submit.
+  std::shared_ptr<stream::Stream> Launch(std::string_view body,
+                                         std::initializer_list<std::string_view> allow_extra,
+                                         Refusal* why);
   void AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after);
   // WebSocket (src/ws): GET /v1/ws and, with --lab, GET /lab/ws-echo.
   void AddWebSocketRoutes();
   // StartGeneration for a WebSocket "generate" message (its "op" allowed).
   std::shared_ptr<stream::Stream> StartWsGeneration(std::string_view message, ws::StartRefusal* refusal);
   void SendRequestError(http::Responder& r, const RequestError& e);
+  // Parses a request body as JSON within the depth bound; on failure answers
+  // 400 invalid_json (with the byte offset) and returns false.
+  bool ParseJsonBody(const http::Request& req, http::Responder& r, json::Value* out);
 
   Config config_;
   RequestBounds bounds_;
