@@ -1,5 +1,7 @@
 #include "ws_loadgen/ws_scenarios.h"
 
+#include "loadgen/scenario_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,19 +28,23 @@ using loadgen::Fmt;
 using loadgen::Percentile;
 using loadgen::Report;
 using loadgen::ServerProcess;
+// Shared with the SSE scenarios (bench/loadgen/scenario_util.h), so both
+// transports use the same prompts, emission-log reader and report helpers.
+using loadgen::Emission;
+using loadgen::GetEmission;
+using loadgen::N;
+using loadgen::Params;
+using loadgen::PromptFor;
+using loadgen::Q;
+using loadgen::StartServer;
+using loadgen::Stats4;
 using Streams = std::vector<std::unique_ptr<WsStream>>;
 
 // The same prompts, seeds and lengths as bench/loadgen/scenarios.cc, sent as
 // a WebSocket generate op.
 std::string GenerateMessage(const std::vector<int32_t>& prompt, uint64_t seed, int max_new_tokens) {
-  std::string b = "{\"op\":\"generate\",\"prompt_tokens\":[";
-  for (size_t i = 0; i < prompt.size(); ++i) b += (i ? "," : "") + std::to_string(prompt[i]);
-  b += "],\"seed\":" + std::to_string(seed) + ",\"max_new_tokens\":" + std::to_string(max_new_tokens);
-  return b + "}";
-}
-
-std::vector<int32_t> PromptFor(size_t i) {
-  return {static_cast<int32_t>(1 + i % 50000), 464, static_cast<int32_t>(7 + i / 50000), 2068};
+  std::string body = loadgen::RequestBody(prompt, seed, max_new_tokens);  // "{...}"
+  return "{\"op\":\"generate\"," + body.substr(1);
 }
 
 // Runs the engine until every stream has ended (no connection open or
@@ -69,52 +75,6 @@ bool RunAll(WsEngine* e, const Streams& s, double seconds, const std::string& la
   tick();
   std::fprintf(stderr, "\n");
   return ok;
-}
-
-struct Emission {
-  bool found = false;
-  std::vector<int32_t> tokens;
-};
-
-Emission GetEmission(uint16_t port, const std::string& id) {
-  Emission em;
-  int status = 0;
-  std::string body;
-  if (id.empty() || !loadgen::HttpGet(port, "/lab/emissions/" + id, &status, &body).ok() || status != 200) return em;
-  json::Value v;
-  json::ParseLimits limits;
-  limits.max_bytes = 64u << 20;
-  if (!json::Parse(body, &v, limits).ok()) return em;
-  em.found = true;
-  if (const json::Value* t = v.Find("tokens"); t && t->is_array()) {
-    for (const auto& x : t->items()) em.tokens.push_back(static_cast<int32_t>(x.as_int()));
-  }
-  return em;
-}
-
-std::string Q(const std::string& s) {
-  std::string out;
-  json::AppendQuoted(&out, s);
-  return out;
-}
-std::string N(double v) { return std::isnan(v) ? "null" : Fmt(v, v == std::floor(v) ? 0 : 3); }
-
-std::string Params(const std::vector<std::pair<std::string, std::string>>& kv) {
-  std::string out;
-  json::Writer w(&out);
-  w.BeginObject();
-  for (const auto& [k, v] : kv) {
-    w.Key(k);
-    w.Raw(v);
-  }
-  w.EndObject();
-  return out;
-}
-
-void Stats3(std::vector<double> v, double* p50, double* p99, double* mx) {
-  *p50 = Percentile(&v, 50);
-  *p99 = Percentile(&v, 99);
-  *mx = v.empty() ? std::nan("") : v.back();
 }
 
 // The SSE twin's result file (<out>/<file>): its rows by first cell, its
@@ -161,12 +121,6 @@ SseResult ReadSse(const std::string& dir, const std::string& file) {
 
 // "value (run a, b, c)" cells of the SSE concurrency file: the median only.
 std::string Median(const std::string& cell) { return cell.substr(0, cell.find(" (")); }
-
-Status StartServer(ServerProcess* server, const Options& o, const std::vector<std::string>& args) {
-  Status st = server->Start(o.server, args);
-  if (!st.ok()) return Status::Error("starting " + o.server + ": " + st.message());
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -266,7 +220,7 @@ Status WsResumeStorm(const Options& o) {
       !st.ok())
     return st;
   double r50, r99, rmax;
-  Stats3(resume_ms, &r50, &r99, &rmax);
+  Stats4(resume_ms, &r50, &r99, &rmax);
   std::fprintf(stderr, "ws_resume_storm: %llu/%d complete, lost %llu, duplicated %llu, gaps %llu, vs log %llu\n",
                static_cast<unsigned long long>(complete), streams, static_cast<unsigned long long>(lost),
                static_cast<unsigned long long>(dup), static_cast<unsigned long long>(gaps),
@@ -397,10 +351,10 @@ Status ConcurrencyOnce(const Options& o, int rep, ConcRun* out) {
   }
   out->raw += "]}";
   for (double g : out->gaps) added.push_back(g - 1000.0 / rate);
-  Stats3(out->ttft, &out->t50, &out->t99, &out->tmax);
-  Stats3(out->gaps, &out->g50, &out->g99, &out->gmax);
-  Stats3(added, &out->a50, &out->a99, &out->amax);
-  Stats3(loop_late_ms, &out->l50, &out->l99, &out->lmax);
+  Stats4(out->ttft, &out->t50, &out->t99, &out->tmax);
+  Stats4(out->gaps, &out->g50, &out->g99, &out->gmax);
+  Stats4(added, &out->a50, &out->a99, &out->amax);
+  Stats4(loop_late_ms, &out->l50, &out->l99, &out->lmax);
   server.Stop();
   out->server_command = server.command_line();
   std::fprintf(stderr, "ws_concurrency rep %d: TTFT p50 %.1f p99 %.1f ms, added gap p99 %.2f ms, VmHWM %.1f MB\n",

@@ -21,15 +21,12 @@
 #include <string>
 
 #include "common/status.h"
+#include "loadgen/scenarios.h"
 
 namespace tw::ws_loadgen {
 
-struct Options {
-  std::string server = "build/tokenwire";  // server binary
-  std::string out_dir = "bench/results";
-  bool full = false;                       // BENCH=full sizes
-  std::string command;                     // how the load generator was invoked
-};
+// The same options as the SSE load generator's.
+using Options = loadgen::Options;
 
 Status WsResumeStorm(const Options& o);
 Status WsConcurrency(const Options& o);
