@@ -437,6 +437,10 @@ TEST(Streams, RefusalsComeBeforeTheFirstByte) {
   EXPECT_EQ(call(R"({"prompt":"x","policy":"fastest"})").head.status, 422);
   EXPECT_EQ(call(R"({"prompt_tokens":[1,2,99999999]})").head.status, 422);
   EXPECT_EQ(call(R"({"max_new_tokens":3})").head.status, 400);
+  // --max-stop-strings (4) and --max-stop-bytes (64).
+  EXPECT_EQ(call(R"({"prompt":"x","stop":["a","b","c","d","e"]})").head.status, 422);
+  EXPECT_EQ(call(std::string(R"({"prompt":"x","stop":")") + std::string(65, 's') + R"("})").head.status, 422);
+  EXPECT_EQ(call(R"({"prompt":"x","stop":[""]})").head.status, 422);
   // The stream bound: two live streams, the third is refused with Retry-After.
   std::vector<std::string> ids;
   for (int i = 0; i < 2; i++) {
