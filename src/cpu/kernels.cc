@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <string>
 
 #include "cpu/kernel_table.h"
@@ -144,11 +145,14 @@ void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w, c
     const int p1 = std::min(panels, p0 + chunk);
     const int c0 = p0 * kPanelWidth, c1 = std::min(N, p1 * kPanelWidth);
     for (int r = 0; r < rows; ++r) {  // y = bias (or y += bias) on this column range
-      float* yr = y + static_cast<size_t>(r) * N;
+      float* yr = y + static_cast<size_t>(r) * N + c0;
+      const size_t n = static_cast<size_t>(c1 - c0);
       if (accumulate) {
-        if (bias) for (int c = c0; c < c1; ++c) yr[c] += bias[c];
+        if (bias) t.add(yr, bias + c0, yr, n);
+      } else if (bias) {
+        std::memcpy(yr, bias + c0, n * sizeof(float));
       } else {
-        for (int c = c0; c < c1; ++c) yr[c] = bias ? bias[c] : 0.0f;
+        std::memset(yr, 0, n * sizeof(float));
       }
     }
     t.gemm_panels(x, rows, K, w.data, p0, p1, N, y);

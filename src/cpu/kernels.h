@@ -13,9 +13,9 @@
 // panel of kPanelWidth = 16 output columns, `in` rows of 16 floats; the last
 // panel is zero-padded). A (in, out) matrix therefore occupies
 // PackedWeightFloats(in, out) floats. The kernel keeps MR x NP panels of
-// accumulators in registers (AVX-512: 12 rows x 32 columns) and walks K in
-// tiles of kKTile so the weight tile stays in L1 while it is reused across
-// the rows.
+// accumulators in registers (AVX-512: 12 rows x 32 columns) for the whole K,
+// so each output is one FMA chain over k whatever the number of rows: a
+// row's result does not depend on the other rows in the batch.
 //
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be
@@ -42,7 +42,6 @@ Status ForceIsa(Isa isa);      // error if this CPU lacks it
 void ResetIsa();               // back to BestIsa()
 
 constexpr int kPanelWidth = 16;  // output columns per packed panel
-constexpr int kKTile = 128;      // K rows per cache tile in Matmul
 
 // A weight of logical shape (in, out), packed by PackWeight*.
 struct PackedWeight {

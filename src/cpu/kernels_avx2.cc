@@ -40,6 +40,20 @@ struct V {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // SumEach(a) lane j = ReduceAdd(vector j) bit for bit (the same tree:
+  // i + i+4, i+2, i+1), where vector j is stored in a[Slot(j)].
+  static constexpr int Slot(int j) { return (j % 4) * 2 + j / 4; }
+  static T SumEach(const T* a) {
+    T c[4], e[2];
+    for (int p = 0; p < 4; ++p)
+      c[p] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * p], a[2 * p + 1], 0x20),
+                           _mm256_permute2f128_ps(a[2 * p], a[2 * p + 1], 0x31));
+    for (int p = 0; p < 2; ++p)
+      e[p] = _mm256_add_ps(_mm256_shuffle_ps(c[2 * p], c[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm256_shuffle_ps(c[2 * p], c[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_add_ps(_mm256_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
   static float ReduceMax(T v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));

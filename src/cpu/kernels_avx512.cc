@@ -41,7 +41,34 @@ struct V {
   static T Fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static T Max(T a, T b) { return _mm512_max_ps(a, b); }
   static T Min(T a, T b) { return _mm512_min_ps(a, b); }
-  static float ReduceAdd(T v) { return _mm512_reduce_add_ps(v); }
+  // Horizontal sum as a fixed tree: lane i + lane i+8, then i+4, i+2, i+1.
+  // SumEach below follows the same tree lane by lane, so both give the same
+  // bits for the same vector.
+  static float ReduceAdd(T v) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  // SumEach(a) lane j = ReduceAdd(vector j), where vector j is stored in
+  // a[Slot(j)] (the transposing tree leaves its results in this order).
+  static constexpr int Slot(int j) { return (j % 4) * 4 + j / 4; }
+  static T SumEach(const T* a) {
+    T c[8], e[4], g[2];
+    for (int p = 0; p < 8; ++p)  // lanes i + i+8 of two vectors -> one
+      c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0x44),
+                           _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0xEE));
+    for (int p = 0; p < 4; ++p)  // i + i+4
+      e[p] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * p], c[2 * p + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(c[2 * p], c[2 * p + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int p = 0; p < 2; ++p)  // i + i+2
+      g[p] = _mm512_add_ps(_mm512_shuffle_ps(e[2 * p], e[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(e[2 * p], e[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_ps(g[0], g[1], _MM_SHUFFLE(2, 0, 2, 0)),  // i + i+1
+                         _mm512_shuffle_ps(g[0], g[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
   static float ReduceMax(T v) { return _mm512_reduce_max_ps(v); }
   static T Round(T x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static T Pow2(T n) {
