@@ -1,48 +1,64 @@
 #!/usr/bin/env bash
-# Engine benchmarks (issue 5): overlap, joiners, slow readers, disconnects.
+# Engine benchmarks (issue 5): overlap, joiners, slow readers, disconnects;
+# then build/bench/render rewrites RESULTS.md from bench/results/.
 #
-#   bash bench/engine/run.sh [--quick] [--threads N]
+#   bash bench/engine/run.sh                 quick: the random tiny model
+#   BENCH=full bash bench/engine/run.sh      full: a GPT-2-small-shaped model
+#   bash bench/engine/run.sh --full          (the same)
 #   EXPS="overlap joiners" bash bench/engine/run.sh    (a subset)
+#   ... --threads N                          compute threads (default: nproc)
 #
-# Full mode writes a GPT-2-small-shaped random checkpoint (weights_tool random
-# --shape gpt2, ~500 MB, a few seconds) into a temp dir and runs on it; quick
-# mode runs on the random tiny model (2 layers, 64 wide), labelled as such in
-# each result. Results: bench/results/engine-<experiment>.json (fields bench,
-# title, command, machine, date, columns, rows, notes).
-# The lab policies naive and unbounded of the slow-reader experiment are not
-# implemented (see the notes in engine-slow_readers.json).
+# Quick is the default (also under `make bench`, whose BENCH=full selects full
+# mode here too). Full mode writes a GPT-2-small-shaped random checkpoint
+# (weights_tool random --shape gpt2, ~500 MB, a few seconds) into a temp dir
+# and runs on it; quick mode runs on the random tiny model (2 layers, 64
+# wide). Each result states its mode and model shape.
+# Results: bench/results/engine-<experiment>.json (the bench convention:
+# bench, title, command, machine, date, mode, loadavg_start/end, columns,
+# rows, notes, charts) and its charts bench/results/engine-<experiment>-*.svg.
+# The exact command is recorded in each result file.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-QUICK=""
+FULL=""
+[[ ",${BENCH:-}," == *",full,"* ]] && FULL=1
 THREADS="$(nproc)"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) QUICK="--quick"; shift ;;
+    --quick) FULL=""; shift ;;
+    --full) FULL=1; shift ;;
     --threads) THREADS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--quick] [--threads N]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick|--full] [--threads N]   (or BENCH=full; EXPS=\"overlap ...\")" >&2; exit 2 ;;
   esac
 done
 
 BIN=build/bench/engine_bench
 if grep -q 'bench/\*/bench.mk' Makefile; then
-  make -s -j2 "$BIN"
+  make -s -j2 "$BIN" build/bench/render
 else
-  make -s -j2 -f Makefile -f bench/engine/bench.mk "$BIN"
+  make -s -j2 -f Makefile -f bench/engine/bench.mk "$BIN" build/bench/render
 fi
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 MODEL_ARGS=()
-if [ -z "$QUICK" ]; then
+QUICK_ARG="--quick"
+CMD="bash bench/engine/run.sh"
+[ -n "${EXPS:-}" ] && CMD="EXPS=\"$EXPS\" $CMD"
+if [ -n "$FULL" ]; then
+  QUICK_ARG=""
+  CMD="$CMD --full"
   make -s -j2 build/weights_tool
   build/weights_tool random --shape gpt2 --out "$TMP/gpt2"
   MODEL_ARGS=(--model "$TMP/gpt2" --model-note "random weights: weights_tool random --shape gpt2")
 fi
+CMD="$CMD --threads $THREADS"
+LABEL="quick: tiny model"
+[ -n "$FULL" ] && LABEL="full: GPT-2-small shape"
 mkdir -p bench/results
 for EXP in ${EXPS:-overlap joiners slow_readers disconnects}; do
-  echo "== engine $EXP ${QUICK:-(gpt2 shape)}"
-  "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" $QUICK \
-    --command "bash bench/engine/run.sh $QUICK --threads $THREADS" \
-    --out "bench/results/engine-$EXP.json" > /dev/null
+  echo "== engine $EXP ($LABEL)"
+  "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" $QUICK_ARG \
+    --command "$CMD" --out "bench/results/engine-$EXP.json" > /dev/null
 done
+build/bench/render --results bench/results --out RESULTS.md

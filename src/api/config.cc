@@ -64,6 +64,8 @@ const IntFlag kIntFlags[] = {
     {"--ws-pong-timeout-ms", &Config::ws_pong_timeout_ms, 10, 3600000,
      "WebSocket: a heartbeat ping unanswered this long closes the connection"},
     {"--mock-ttft-ms", &Config::mock_ttft_ms, 0, 3600000, "mock backend: time to first token"},
+    {"--lab-pad-bytes", &Config::lab_pad_bytes, 0, 65536,
+     "lab (needs --lab): pad every token event with N bytes (field \"pad\") for the bench"},
 };
 
 bool ParseInt(std::string_view s, int64_t* out) {
@@ -130,8 +132,12 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
       if (!ParseInt(v, &n) || n < 0 || n > 1024) return Status::Error("--threads: 0..1024");
       cfg->threads = static_cast<int>(n);
     } else if (name == "--policy") {
-      if (v != "drop_slow" && v != "pause_producer" && v != "pause_then_cancel") {
-        return Status::Error("--policy: drop_slow, pause_producer or pause_then_cancel");
+      // naive and unbounded are lab policies: accepted here, refused below
+      // unless --lab is given too (in either order).
+      if (v != "drop_slow" && v != "pause_producer" && v != "pause_then_cancel" && v != "naive" &&
+          v != "unbounded") {
+        return Status::Error("--policy: drop_slow, pause_producer or pause_then_cancel (with --lab also "
+                             "naive or unbounded), got '" + std::string(v) + "'");
       }
       cfg->policy = v;
     } else if (name == "--api-key") {
@@ -160,6 +166,17 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
       return Status::Error("unknown flag '" + name + "' (see tokenwire serve --help)");
     }
   }
+  if ((cfg->policy == "naive" || cfg->policy == "unbounded") && !cfg->lab) {
+    return Status::Error("--policy " + cfg->policy +
+                         " is a lab policy (for the engine bench, to show why it is wrong); it needs --lab");
+  }
+  if (cfg->policy == "naive" && cfg->backend != "cpu") {
+    return Status::Error("--policy naive makes the cpu engine's step loop wait for readers; it needs "
+                         "--backend cpu (got " + cfg->backend + ")");
+  }
+  if (cfg->lab_pad_bytes > 0 && !cfg->lab) {
+    return Status::Error("--lab-pad-bytes pads every token event (for the bench); it needs --lab");
+  }
   if (cfg->subscriber_lag_events >= cfg->resume_window_events) {
     return Status::Error("--subscriber-lag (" + std::to_string(cfg->subscriber_lag_events) +
                          ") must be below --resume-window (" +
@@ -181,15 +198,20 @@ std::string ServeHelp() {
       "  --host ADDR                 default " + d.host + "\n"
       "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
       "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"
+      "                              lab only (with --lab): naive (the engine waits for the slowest\n"
+      "                              reader) or unbounded (every event kept for the slowest reader)\n"
       "  --api-key KEY               require 'Authorization: Bearer KEY' on /v1/* (or TOKENWIRE_API_KEY)\n"
       "  --cors-origin ORIGIN        send CORS headers for this origin; default none\n"
       "  --ws-allowed-origins LIST   WebSocket: comma-separated Origins allowed to upgrade; default any\n"
       "  --instance-tag TAG          put TAG into stream ids (s_TAG_...) for routing; default none\n"
-      "  --lab                       enable /lab/* endpoints (mock emission log); default off\n"
+      "  --lab                       enable /lab/* endpoints (mock emission log) and the lab\n"
+      "                              policies naive and unbounded; default off\n"
       "  --mock-tokens-per-s R       mock backend rate; default 20\n";
   for (const IntFlag& f : kIntFlags) {
     std::string line = "  " + std::string(f.name) + " N";
+    // Help text starts in column 30; a longer flag gets its own line.
     if (line.size() < 30) line.append(30 - line.size(), ' ');
+    else line += "\n" + std::string(30, ' ');
     line += std::string(f.help) + "; default " + std::to_string(d.*f.field) + "\n";
     h += line;
   }

@@ -25,7 +25,8 @@ struct Config {
   std::string api_key;          // --api-key or TOKENWIRE_API_KEY
   std::string cors_origin;      // --cors-origin
   std::string instance_tag;     // --instance-tag: put into stream ids (routing)
-  bool lab = false;             // --lab: lab endpoints (emission log)
+  bool lab = false;             // --lab: lab endpoints (emission log), lab policies
+  int64_t lab_pad_bytes = 0;    // --lab-pad-bytes: padding in every token event (needs --lab)
   // Policies.
   std::string policy = "drop_slow";
   int64_t subscriber_lag_events = 256;  // --subscriber-lag

@@ -257,6 +257,7 @@ void Engine::WriteStats(json::Writer* w) const {
   field("refused", static_cast<int64_t>(s.refused));
   field("steps", static_cast<int64_t>(s.steps));
   field("tokens_generated", static_cast<int64_t>(s.tokens_generated));
+  field("reader_waits", static_cast<int64_t>(s.reader_waits));
   field("max_batch", options_.max_batch);
   field("block_size", options_.block_size_tokens);
 }
@@ -267,6 +268,11 @@ void Engine::Apply(Command& c) {
   if (c.kind == Command::Kind::kSubmit) {
     Sequence* s = c.seq.get();
     by_id_[s->id] = s;
+    if (s->stream->waits_for_readers()) {
+      // Cleared in Retire (which waits out a call in progress), so the
+      // listener never outlives this engine's sequences.
+      s->stream->SetDeliveryListener([this] { OnReadersProgress(); });
+    }
     waiting_.push_back(std::move(c.seq));
     if (s->request.max_new_tokens <= 0) {
       Retire(*s, stream::EventType::kDone,
@@ -298,6 +304,7 @@ void Engine::Retire(Sequence& s, stream::EventType type, std::string data) {
   if (s.done) return;  // the stream is finished once; see ReleaseBlocks for the blocks
   s.done = true;
   if (s.admitted) ReleaseBlocks(s);
+  if (s.stream->waits_for_readers()) s.stream->SetDeliveryListener(nullptr);
   s.stream->Finish(type, std::move(data));
   by_id_.erase(s.id);
   counters_.finished++;
@@ -448,7 +455,21 @@ void Engine::Publish() {
   if (m_.waiting) m_.waiting->Set(pending_waiting_);
 }
 
+bool Engine::ReadersGateClosed() const {
+  for (auto& p : running_) {
+    if (!p->done && p->stream->waits_for_readers() && !p->stream->ReadersCaughtUp()) return true;
+  }
+  return false;
+}
+
+void Engine::OnReadersProgress() {
+  std::lock_guard<std::mutex> lock(mu_);
+  readers_progress_ = true;
+  cv_.notify_one();
+}
+
 bool Engine::HasRunnableWork() const {
+  if (ReadersGateClosed()) return false;
   for (auto& p : running_) {
     if (!p->done && !p->paused) return true;
   }
@@ -465,8 +486,10 @@ bool Engine::HasRunnableWork() const {
 void Engine::Step() {
   auto t0 = stream::Clock::now();
   ExpireWaiting(t0);
-  Admit();
-  Decode();
+  if (!ReadersGateClosed()) {
+    Admit();
+    Decode();
+  }
   Compact();
   counters_.steps++;
   if (m_.step_seconds) m_.step_seconds->Observe(SecondsSince(t0));
@@ -479,7 +502,9 @@ void Engine::Run() {
     bool stop = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      readers_progress_ = false;
       if (inbox_.empty() && !stopping_ && !HasRunnableWork()) {
+        if (ReadersGateClosed()) counters_.reader_waits++;
         // Idle: sleep until a wish arrives or the earliest queue timeout.
         stream::Clock::time_point deadline = stream::Clock::time_point::max();
         for (auto& p : waiting_) {
@@ -487,7 +512,7 @@ void Engine::Run() {
             deadline = std::min(deadline, p->request.arrival + std::chrono::milliseconds(p->request.queue_timeout_ms));
           }
         }
-        auto woken = [&] { return !inbox_.empty() || stopping_; };
+        auto woken = [&] { return !inbox_.empty() || stopping_ || readers_progress_; };
         if (deadline == stream::Clock::time_point::max()) {
           cv_.wait(lock, woken);
         } else {

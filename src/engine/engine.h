@@ -21,6 +21,15 @@
 //   4. appends token events and finishes sequences (done with finish_reason
 //      length / eos / stop / cancelled, or an error event).
 //
+// Lab policy `naive` (stream::Policy::kNaive, only with --lab): a stream
+// marked Stream::waits_for_readers() gates the whole step loop. A step runs
+// its admissions and its decode only when every running gated sequence's
+// readers have taken every event of its stream (Stream::ReadersCaughtUp);
+// otherwise the engine thread sleeps until the hub publishes progress (the
+// stream's delivery listener wakes it), a wish arrives, or shutdown. One
+// stalled reader therefore stalls every stream: the point of the lab policy.
+// Cancel and Shutdown still take effect while the loop waits.
+//
 // Finishing: `length` after max_new_tokens tokens; `eos` when the sampled
 // token is the end-of-text id (the model's eos_token_id unless overridden):
 // the eos token IS reported as the last token event, with its id and, as
@@ -118,6 +127,7 @@ struct EngineStats {
   uint64_t queue_timeouts = 0;
   uint64_t refused = 0;         // Submit refusals (overloaded, too long)
   int64_t max_batch_seen = 0;   // largest decode batch so far
+  uint64_t reader_waits = 0;    // times the loop slept on a naive stream's readers
 };
 
 class Engine : public backend::Backend {
@@ -185,6 +195,10 @@ class Engine : public backend::Backend {
   void Compact();
   void Publish();
   bool HasRunnableWork() const;
+  // naive: some running sequence's readers have not taken its last event.
+  bool ReadersGateClosed() const;
+  // A naive stream's hub published reader progress (I/O thread).
+  void OnReadersProgress();
 
   const std::shared_ptr<const model::Gpt2Model> model_;
   const tokenizer::Tokenizer* const tokenizer_;
@@ -196,6 +210,7 @@ class Engine : public backend::Backend {
   // Protected by mu_:
   std::vector<Command> inbox_;
   bool stopping_ = false;
+  bool readers_progress_ = false;  // set by OnReadersProgress, cleared by the loop
   int64_t pending_waiting_ = 0;  // submitted and not yet admitted or finished
   uint64_t next_unseeded_ = 0;
   uint64_t submitted_ = 0;

@@ -15,17 +15,23 @@ const char* PolicyName(Policy p) {
     case Policy::kDropSlow: return "drop_slow";
     case Policy::kPauseProducer: return "pause_producer";
     case Policy::kPauseThenCancel: return "pause_then_cancel";
+    case Policy::kNaive: return "naive";
+    case Policy::kUnbounded: return "unbounded";
   }
   return "unknown";
 }
 
-bool ParsePolicy(std::string_view s, Policy* out) {
+bool ParsePolicy(std::string_view s, Policy* out, bool allow_lab) {
   if (s == "drop_slow") *out = Policy::kDropSlow;
   else if (s == "pause_producer") *out = Policy::kPauseProducer;
   else if (s == "pause_then_cancel") *out = Policy::kPauseThenCancel;
+  else if (allow_lab && s == "naive") *out = Policy::kNaive;
+  else if (allow_lab && s == "unbounded") *out = Policy::kUnbounded;
   else return false;
   return true;
 }
+
+bool IsLabPolicy(Policy p) { return p == Policy::kNaive || p == Policy::kUnbounded; }
 
 StreamHub::StreamHub(net::EventLoop* loop, backend::Backend* backend, const HubOptions& options)
     : loop_(loop),
@@ -72,7 +78,14 @@ std::string StreamHub::NewId() {
 std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
   if (entries_.size() >= options_.max_streams) return nullptr;
   std::string id = NewId();
-  auto s = std::make_shared<Stream>(id, options_.stream_limits, &notifier_);
+  StreamLimits limits = options_.stream_limits;
+  if (policy == Policy::kUnbounded) {
+    limits.keep_untaken_events = true;
+    limits.max_untaken_events = options_.lab_unbounded_max_events;
+    limits.max_bytes_held = options_.lab_unbounded_max_bytes;
+  }
+  auto s = std::make_shared<Stream>(id, limits, &notifier_);
+  if (policy == Policy::kNaive) s->set_waits_for_readers();
   Entry& e = entries_[id];
   e.stream = s;
   e.policy = policy;
@@ -85,6 +98,7 @@ void StreamHub::StartDetached(const std::shared_ptr<Stream>& s) {
   if (e == nullptr || !e->subs.empty()) return;
   StartLinger(*e);
   ApplyPolicy(*e);  // pause_producer: nobody attached yet, so paused
+  PublishDelivered(*e);
 }
 
 std::shared_ptr<Stream> StreamHub::Find(std::string_view id) const {
@@ -153,6 +167,7 @@ void StreamHub::Detach(Subscription* sub) {
   }
   RemoveSub(*e, index);
   ApplyPolicy(*e);
+  PublishDelivered(*e);
 }
 
 void StreamHub::OnWritable(Subscription* sub) {
@@ -233,6 +248,7 @@ void StreamHub::Service(Entry& e) {
     HandleExit(e);
   } else {
     ApplyPolicy(e);
+    PublishDelivered(e);
   }
 }
 
@@ -302,8 +318,18 @@ lag_check:
   return true;
 }
 
+void StreamHub::PublishDelivered(Entry& e) {
+  if (e.policy != Policy::kNaive && e.policy != Policy::kUnbounded) return;
+  uint64_t through = e.stream->head_seq();
+  for (const Sub& s : e.subs) through = std::min(through, s.cursor - 1);
+  e.stream->SetDeliveredThrough(through);
+}
+
 void StreamHub::ApplyPolicy(Entry& e) {
-  if (e.policy == Policy::kDropSlow || e.stream->finished() || e.cancel_sent) return;
+  // Only the pause policies pause; drop_slow acts in DeliverTo, and the lab
+  // policies never pause anyone.
+  if (e.policy != Policy::kPauseProducer && e.policy != Policy::kPauseThenCancel) return;
+  if (e.stream->finished() || e.cancel_sent) return;
   uint64_t head = e.stream->head_seq();
   uint64_t max_lag = 0;
   for (const Sub& s : e.subs) max_lag = std::max<uint64_t>(max_lag, LagOf(s, head));
@@ -421,6 +447,7 @@ void StreamHub::BeginShutdown() {
       sub_index_.erase(s.transport);
       e.stream->Detach(s.transport);
     }
+    PublishDelivered(e);
     CancelGeneration(e);
     for (Sub& s : subs) {
       s.transport->End(SubscriberEnd{"shutting_down", "the server is shutting down", true,

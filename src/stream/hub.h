@@ -20,6 +20,20 @@
 //                      is back under half the bound.
 //   pause_then_cancel  as pause_producer, but a pause longer than
 //                      stall_timeout_ms cancels the generation.
+// Two lab policies (only with --lab, for the engine bench, to show why they
+// are wrong; DECISIONS.md "Lab policies"):
+//   naive              nobody is detached or paused; the hub publishes how far
+//                      every subscriber has read (Stream::SetDeliveredThrough)
+//                      and the engine's step loop waits until every
+//                      subscriber of every naive stream has taken the last
+//                      event: one stalled reader stalls every stream.
+//   unbounded          nobody is detached or paused, and the stream's ring
+//                      keeps, beyond the resume window, every event some
+//                      subscriber has not taken (the hub publishes how far
+//                      they all read): memory grows with the slowest
+//                      reader's lag, up to lab_unbounded_max_events /
+//                      lab_unbounded_max_bytes per stream (a safety cap so a
+//                      bench cannot exhaust the machine, not a policy).
 // Cancellation (DELETE, linger expiry, stall, shutdown) goes through one
 // idempotent path: Backend::Cancel, then the producer finishes the stream.
 //
@@ -45,9 +59,17 @@ class EventLoop;
 
 namespace tw::stream {
 
-enum class Policy { kDropSlow, kPauseProducer, kPauseThenCancel };
+enum class Policy {
+  kDropSlow,
+  kPauseProducer,
+  kPauseThenCancel,
+  kNaive,      // lab only: the engine waits for the slowest reader
+  kUnbounded,  // lab only: keep every event for the slowest reader
+};
 const char* PolicyName(Policy p);
-bool ParsePolicy(std::string_view s, Policy* out);
+// The three production policies; with allow_lab also "naive" and "unbounded".
+bool ParsePolicy(std::string_view s, Policy* out, bool allow_lab = false);
+bool IsLabPolicy(Policy p);
 
 struct HubOptions {
   Policy policy = Policy::kDropSlow;
@@ -57,6 +79,10 @@ struct HubOptions {
   int64_t retain_ms = 60000;
   size_t max_streams = 4096;  // live + retained
   StreamLimits stream_limits;
+  // Lab policy `unbounded`: the safety caps of each of its streams' rings
+  // (events, payload bytes), so a bench cannot exhaust memory.
+  size_t lab_unbounded_max_events = size_t{1} << 20;
+  size_t lab_unbounded_max_bytes = size_t{256} << 20;
   Histogram* cancel_latency_seconds = nullptr;  // cancel wish -> producer exit
 };
 
@@ -182,6 +208,9 @@ class StreamHub {
   // Offers events to one subscriber; returns false if it was removed.
   bool DeliverTo(Entry& e, size_t sub_index);
   void ApplyPolicy(Entry& e);
+  // naive, unbounded: publishes how far every subscriber has read (the
+  // engine's gate; what the ring may evict).
+  void PublishDelivered(Entry& e);
   void RemoveSub(Entry& e, size_t index);
   void StartLinger(Entry& e);
   void StopTimer(uint64_t* id);

@@ -40,21 +40,37 @@ uint64_t Stream::AppendLocked(EventType type, std::string data) {
     if (m.tokens_generated) m.tokens_generated->Inc();
     last_token_at_ = now;
   }
+  if (type == EventType::kToken && limits_.lab_pad_bytes > 0 && !data.empty() && data.back() == '}') {
+    data.pop_back();
+    data += ",\"pad\":\"";
+    data.append(limits_.lab_pad_bytes, '.');
+    data += "\"}";
+  }
   auto ev = std::make_shared<Event>();
   ev->seq = ++head_seq_;
   ev->type = type;
   ev->data = std::move(data);
   bytes_held_ += ev->data.size();
-  if (ring_.size() < limits_.resume_window_events) {
-    ring_.push_back(std::move(ev));
-  } else {
-    // Full: overwrite the oldest slot and advance the start.
-    bytes_held_ -= ring_[ring_start_]->data.size();
-    ring_[ring_start_] = std::move(ev);
-    ring_start_ = (ring_start_ + 1) % ring_.size();
-  }
+  ring_.push_back(std::move(ev));
+  TrimLocked();
+  peak_bytes_held_ = std::max(peak_bytes_held_, bytes_held_);
   MarkDirtyLocked();
   return head_seq_;
+}
+
+void Stream::TrimLocked() {
+  const bool keep = limits_.keep_untaken_events;
+  const uint64_t taken = delivered_through_.load();
+  while (ring_.size() > 1) {
+    bool over_cap = (limits_.max_bytes_held > 0 && bytes_held_ > limits_.max_bytes_held) ||
+                    (keep && ring_.size() > limits_.max_untaken_events);
+    // Beyond the window, an event goes unless `unbounded` keeps it for a
+    // subscriber that has not taken it.
+    bool over_window = ring_.size() > limits_.resume_window_events && (!keep || ring_.front()->seq <= taken);
+    if (!over_cap && !over_window) break;
+    bytes_held_ -= ring_.front()->data.size();
+    ring_.pop_front();
+  }
 }
 
 void Stream::Finish(EventType type, std::string data) {
@@ -95,8 +111,7 @@ bool Stream::ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* o
   uint64_t oldest = head_seq_ - ring_.size() + 1;
   if (from < oldest) return false;
   for (uint64_t seq = from; seq <= head_seq_ && out->size() < max_events; seq++) {
-    size_t idx = (ring_start_ + (seq - oldest)) % ring_.size();
-    out->push_back(ring_[idx]);
+    out->push_back(ring_[seq - oldest]);
   }
   return true;
 }
@@ -118,6 +133,10 @@ size_t Stream::bytes_held() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_held_;
 }
+size_t Stream::peak_bytes_held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_bytes_held_;
+}
 size_t Stream::event_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ring_.size();
@@ -129,6 +148,21 @@ size_t Stream::subscriber_count() const {
 Clock::time_point Stream::finished_at() const {
   std::lock_guard<std::mutex> lock(mu_);
   return finished_at_;
+}
+
+void Stream::SetDeliveredThrough(uint64_t seq) {
+  delivered_through_.store(seq);
+  if (limits_.keep_untaken_events) {
+    std::lock_guard<std::mutex> lock(mu_);
+    TrimLocked();
+  }
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  if (listener_) listener_();
+}
+
+void Stream::SetDeliveryListener(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  listener_ = std::move(fn);
 }
 
 void Notifier::MarkDirty(std::shared_ptr<Stream> s) {

@@ -15,12 +15,24 @@
 // called from anywhere. State below is protected by mu_.
 //
 // Memory: at most `resume_window_events` events (each a small JSON string)
-// plus bookkeeping; bytes_held() reports the payload bytes currently held.
+// plus bookkeeping — except under the lab policy `unbounded`
+// (keep_untaken_events), whose ring also keeps every event a subscriber has
+// not taken, up to max_untaken_events / max_bytes_held (the newest event is
+// always kept). bytes_held() reports the payload bytes currently held,
+// peak_bytes_held() the most ever held.
+//
+// Delivery position (lab policies; DECISIONS.md "Lab policies"): the I/O
+// thread may publish the highest sequence number every subscriber has taken
+// (SetDeliveredThrough). Under `unbounded` it decides what the ring may
+// evict; under `naive` (waits_for_readers()) the producer reads it as a gate
+// (ReadersCaughtUp) and may register a listener that is called after each
+// publication, so it can sleep instead of polling.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -56,6 +68,16 @@ struct StreamMetrics {
 
 struct StreamLimits {
   size_t resume_window_events = 4096;
+  // Lab policy `unbounded`: events that some subscriber has not taken yet
+  // (see SetDeliveredThrough) are kept beyond the window, so memory grows
+  // with the slowest reader's lag, up to the two safety caps below.
+  bool keep_untaken_events = false;
+  size_t max_untaken_events = 0;  // with keep_untaken_events: most events held
+  size_t max_bytes_held = 0;      // payload bytes held at most (0 = no byte cap)
+  // Lab (--lab-pad-bytes, for the engine bench): every token event's JSON
+  // gets a "pad" field of this many bytes, so backpressure appears with
+  // small socket buffers and short streams. 0 = off.
+  size_t lab_pad_bytes = 0;
   size_t max_subscribers = 8;
   StreamMetrics metrics;
 };
@@ -107,9 +129,28 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool finished() const;         // terminal event appended
   bool producer_exited() const;  // same moment as finished(), see Finish()
   size_t bytes_held() const;
+  size_t peak_bytes_held() const;  // most payload bytes held at any moment
   size_t event_count() const;
   size_t subscriber_count() const;
   Clock::time_point finished_at() const;
+
+  // ---- delivery gate (lab policy `naive`) ----------------------------------
+  // Marks the stream as one whose producer waits for its readers; the hub
+  // does this at creation, before the stream is submitted.
+  void set_waits_for_readers() { waits_for_readers_.store(true); }
+  bool waits_for_readers() const { return waits_for_readers_.load(); }
+  // I/O thread: every subscriber has taken the events up to `seq` (with no
+  // subscriber: the head). Trims the ring (keep_untaken_events), then calls
+  // the listener, if any, outside mu_.
+  void SetDeliveredThrough(uint64_t seq);
+  uint64_t delivered_through() const { return delivered_through_.load(); }
+  // Any thread: every event appended so far has been taken by every reader.
+  bool ReadersCaughtUp() const { return delivered_through_.load() >= head_seq(); }
+  // Producer thread: `fn` runs (on the I/O thread) after each
+  // SetDeliveredThrough. Passing nullptr clears it and returns only once no
+  // call of the old listener is in progress, so whatever it points to may
+  // then be destroyed.
+  void SetDeliveryListener(std::function<void()> fn);
 
   // Set by the notifier machinery: true while the stream sits in the dirty
   // list. Exchange-based so each wake-up is queued once.
@@ -118,6 +159,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
  private:
   void MarkDirtyLocked();
   uint64_t AppendLocked(EventType type, std::string data);
+  // Evicts the oldest events the limits no longer allow.
+  void TrimLocked();
 
   const std::string id_;
   const StreamLimits limits_;
@@ -126,14 +169,20 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
   mutable std::mutex mu_;
   // State below is protected by mu_.
-  std::vector<EventPtr> ring_;  // grows to resume_window_events, then circular
-  size_t ring_start_ = 0;       // index of the oldest event in ring_
+  std::deque<EventPtr> ring_;   // oldest first; at most resume_window_events
   uint64_t head_seq_ = 0;
   size_t bytes_held_ = 0;
+  size_t peak_bytes_held_ = 0;
   bool finished_ = false;
   Clock::time_point finished_at_{};
   Clock::time_point last_token_at_{};
   std::vector<const void*> subscribers_;
+
+  std::atomic<bool> waits_for_readers_{false};
+  std::atomic<uint64_t> delivered_through_{0};
+  // Held while the listener runs and while it is replaced (never with mu_).
+  std::mutex listener_mu_;
+  std::function<void()> listener_;  // protected by listener_mu_
 };
 
 // Coalesces "this stream has news" from producer threads into one wake-up of

@@ -455,3 +455,195 @@ TEST(Hub, RetentionWaitsForAReaderThatProgressesAndEndsAStalledOne) {
 
 }  // namespace
 }  // namespace tw::stream
+
+// ---- lab policies (only behind --lab; DECISIONS.md "Lab policies") ---------
+
+namespace tw::stream {
+namespace {
+
+// Waits until the loop has run everything posted before this call (the
+// drains of the appends made so far).
+void Sync(HubFixture& f) {
+  f.lt.Call([] { return 0; });
+}
+
+const std::string k50(50, 'x');  // a 50-byte event payload
+
+TEST(HubLab, UnboundedDetachesNoOneAndKeepsWhatTheSlowReaderHasNotTaken) {
+  HubOptions o;
+  o.subscriber_lag_events = 4;
+  o.stream_limits.resume_window_events = 8;
+  HubFixture f(o);
+  FakeSub lab_sub, drop_sub, keeps_up;
+  lab_sub.room = 3;  // takes start + 2 tokens, then its socket is full
+  drop_sub.room = 3;
+  auto lab = f.Start(Policy::kUnbounded, &lab_sub);
+  auto drop = f.Start(Policy::kDropSlow, &drop_sub);
+  auto fast = f.Start(Policy::kUnbounded, &keeps_up);
+  // Let the slow reader take its three events before the burst.
+  ASSERT_TRUE(WaitFor([&] { return lab_sub.Seqs().size() == 1; }));
+  lab->Append(EventType::kToken, "{}");
+  lab->Append(EventType::kToken, "{}");
+  ASSERT_TRUE(WaitFor([&] { return lab_sub.Seqs().size() == 3; }));
+  size_t last_held = lab->bytes_held();
+  for (int i = 0; i < 100; i++) {
+    lab->Append(EventType::kToken, k50);
+    drop->Append(EventType::kToken, k50);
+    fast->Append(EventType::kToken, k50);
+    if (i % 10 == 9) {
+      // The held events grow with the reader's lag.
+      EXPECT_GT(lab->bytes_held(), last_held);
+      last_held = lab->bytes_held();
+    }
+  }
+  Sync(f);
+  ASSERT_TRUE(WaitFor([&] { return drop_sub.Ended(); }));
+  EXPECT_EQ(drop_sub.end.type, "slow_client");
+  EXPECT_EQ(drop->event_count(), 8u);  // the resume window
+  // unbounded: still attached, never paused, every event held.
+  EXPECT_FALSE(lab_sub.Ended());
+  EXPECT_FALSE(f.backend.IsPaused(lab->id()));
+  // Events 1..3 were taken and may go; the 100 it has not taken stay,
+  // far beyond the window of 8.
+  EXPECT_EQ(lab->event_count(), 100u);
+  EXPECT_EQ(lab->oldest_seq(), 4u);
+  EXPECT_EQ(lab->bytes_held(), 100u * 50u);
+  EXPECT_EQ(lab->peak_bytes_held(), lab->bytes_held());
+  // A reader that keeps up costs only the window.
+  ASSERT_TRUE(WaitFor([&] { return keeps_up.Seqs().size() == 101; }));
+  Sync(f);
+  EXPECT_EQ(fast->event_count(), 8u);
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().slow_client_detaches; }), 1u);
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->subscriber_count(); }), 2u);
+  // The slow reader reads at last: it gets everything, in order, no hole.
+  {
+    std::lock_guard<std::mutex> lock(lab_sub.mu);
+    lab_sub.room = -1;
+  }
+  lab->Finish(EventType::kDone, backend::DoneEventData("length", 1, 102));
+  f.lt.Call([&] {
+    f.hub->OnWritable(&lab_sub);
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return lab_sub.Completed(); }));
+  EXPECT_TRUE(Contiguous(lab_sub.Seqs(), 1, 104));
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->policy_of(*lab); }), Policy::kUnbounded);
+}
+
+TEST(HubLab, UnboundedSafetyCapBoundsTheBytesAndEndsAReaderLeftBehind) {
+  HubOptions o;
+  o.subscriber_lag_events = 4;
+  o.stream_limits.resume_window_events = 8;
+  o.lab_unbounded_max_bytes = 1000;
+  HubFixture f(o);
+  FakeSub sub;
+  sub.room = 3;
+  auto s = f.Start(Policy::kUnbounded, &sub);
+  for (int i = 0; i < 100; i++) s->Append(EventType::kToken, k50);
+  Sync(f);
+  // The cap held: never more than 1000 payload bytes...
+  EXPECT_LE(s->peak_bytes_held(), 1000u);
+  EXPECT_GE(s->peak_bytes_held(), 950u);
+  // ...so the slow reader's cursor (after at most 3 events) was evicted: it
+  // is told, with resume_from = the last event it took.
+  ASSERT_TRUE(WaitFor([&] { return sub.Ended(); }));
+  EXPECT_EQ(sub.end.type, "slow_client");
+  ASSERT_FALSE(sub.Seqs().empty());
+  EXPECT_LE(sub.Seqs().size(), 3u);
+  EXPECT_EQ(sub.end.resume_from, sub.Seqs().back());
+  // With nobody left to keep events for, the ring is back to its window.
+  Sync(f);
+  EXPECT_EQ(s->event_count(), 8u);
+  EXPECT_EQ(s->oldest_seq(), 94u);
+  EXPECT_FALSE(sub.end.retryable);
+}
+
+TEST(HubLab, NaivePublishesWhatTheSlowestSubscriberTookAndNeverDetachesOrPauses) {
+  HubOptions o;
+  o.subscriber_lag_events = 4;
+  HubFixture f(o);
+  FakeSub fast, slow;
+  slow.room = 3;
+  auto s = f.Start(Policy::kNaive, &fast);
+  EXPECT_TRUE(s->waits_for_readers());
+  std::atomic<int> wakes{0};
+  s->SetDeliveryListener([&] { wakes++; });
+  f.lt.Call([&] {
+    uint64_t oldest;
+    return f.hub->Attach(s, &slow, 0, &oldest);
+  });
+  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  Sync(f);
+  ASSERT_TRUE(WaitFor([&] { return fast.Seqs().size() == 11; }));
+  EXPECT_EQ(s->delivered_through(), 3u);  // the slow one took start + 2 tokens
+  EXPECT_FALSE(s->ReadersCaughtUp());
+  EXPECT_FALSE(slow.Ended());
+  EXPECT_FALSE(f.backend.IsPaused(s->id()));
+  EXPECT_GT(wakes.load(), 0);
+  // The slow subscriber reads: the gate opens.
+  {
+    std::lock_guard<std::mutex> lock(slow.mu);
+    slow.room = 2;
+  }
+  f.lt.Call([&] {
+    f.hub->OnWritable(&slow);
+    return 0;
+  });
+  EXPECT_EQ(s->delivered_through(), 5u);
+  {
+    std::lock_guard<std::mutex> lock(slow.mu);
+    slow.room = -1;
+  }
+  f.lt.Call([&] {
+    f.hub->OnWritable(&slow);
+    return 0;
+  });
+  EXPECT_EQ(s->delivered_through(), 11u);
+  EXPECT_TRUE(s->ReadersCaughtUp());
+  // It stalls again and then leaves: only the fast one is waited for.
+  {
+    std::lock_guard<std::mutex> lock(slow.mu);
+    slow.room = 0;
+  }
+  for (int i = 0; i < 5; i++) s->Append(EventType::kToken, "{}");
+  Sync(f);
+  EXPECT_EQ(s->delivered_through(), 11u);
+  f.lt.Call([&] {
+    f.hub->Detach(&slow);
+    return 0;
+  });
+  EXPECT_EQ(s->delivered_through(), 16u);
+  EXPECT_TRUE(s->ReadersCaughtUp());
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().slow_client_detaches; }), 0u);
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().pauses; }), 0u);
+  s->SetDeliveryListener(nullptr);
+}
+
+// --lab-pad-bytes: token events (only) carry a "pad" field of exactly N bytes
+// and stay one JSON object.
+TEST(HubLab, PaddingGoesIntoTokenEventsOnly) {
+  StreamLimits limits;
+  limits.lab_pad_bytes = 10;
+  auto s = std::make_shared<Stream>("pad", limits, nullptr);
+  s->Append(EventType::kStart, "{\"a\":1}");
+  s->Append(EventType::kToken, "{\"index\":0,\"text\":\"}\"}");
+  s->Finish(EventType::kDone, "{}");
+  std::vector<EventPtr> evs;
+  ASSERT_TRUE(s->ReadFrom(1, 10, &evs));
+  ASSERT_EQ(evs.size(), 3u);
+  EXPECT_EQ(evs[0]->data, "{\"a\":1}");
+  EXPECT_EQ(evs[1]->data, "{\"index\":0,\"text\":\"}\",\"pad\":\"..........\"}");
+  EXPECT_EQ(evs[2]->data, "{}");
+  EXPECT_EQ(s->bytes_held(), evs[0]->data.size() + evs[1]->data.size() + 2u);
+}
+
+TEST(HubLab, ProductionPoliciesDoNotGateTheProducer) {
+  HubFixture f;
+  for (Policy p : {Policy::kDropSlow, Policy::kPauseProducer, Policy::kPauseThenCancel, Policy::kUnbounded}) {
+    auto s = f.Start(p, nullptr);
+    EXPECT_FALSE(s->waits_for_readers()) << PolicyName(p);
+  }
+}
+
+}  // namespace
+}  // namespace tw::stream
