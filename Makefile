@@ -149,3 +149,17 @@ clean:
 include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---- interop (issue 7): real clients against build/tokenwire ----------------
+# `make interop` runs tests/interop/run.sh: the OpenAI client libraries
+# (tests/interop/openai/run.sh), the page at GET / in headless Chromium, and
+# nginx in front of two instances (docs/deploy.md). It apt-installs chromium
+# and nginx when they are missing and it may, and builds build/tokenwire
+# (always the plain build: the instances must run at full speed).
+.PHONY: interop
+interop:
+	bash tests/interop/run.sh
+
+# src/web/assets.cc embeds the page with .incbin, which -MMD cannot see:
+# rebuild that object when one of the page's files changes.
+$(BUILD)/obj/src/web/assets.o build/fuzz/obj/src/web/assets.o: $(wildcard src/web/page/*)

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/model_source.h"
 #include "json/json.h"
+#include "web/assets.h"  // GET /: the teaching page (src/web)
 #include "ws/echo_endpoint.h"
 #include "ws/ws_routes.h"
 #include "ws/ws_session.h"
@@ -197,7 +198,7 @@ Status App::Init(bool watch_signals) {
   bounds_.max_stop_bytes = static_cast<size_t>(config_.max_stop_bytes);
   bounds_.max_json_depth = static_cast<int>(config_.max_json_depth);
   bounds_.vocab_size = static_cast<int>(tokenizer_.vocab_size());
-  stream::ParsePolicy(config_.policy, &default_policy_);
+  stream::ParsePolicy(config_.policy, &default_policy_, /*allow_lab=*/config_.lab);
 
   stream::HubOptions ho;
   ho.policy = default_policy_;
@@ -208,6 +209,7 @@ Status App::Init(bool watch_signals) {
   ho.max_streams = static_cast<size_t>(config_.max_streams);
   ho.stream_limits.resume_window_events = static_cast<size_t>(config_.resume_window_events);
   ho.stream_limits.max_subscribers = static_cast<size_t>(config_.max_subscribers);
+  ho.stream_limits.lab_pad_bytes = static_cast<size_t>(config_.lab_pad_bytes);  // 0 unless --lab
   ho.stream_limits.metrics = {m_ttft_, m_itl_, m_tokens_generated_};
   ho.cancel_latency_seconds = m_cancel_;
   hub_ = std::make_unique<stream::StreamHub>(&loop_, backend_.get(), ho);
@@ -319,6 +321,14 @@ void App::AddRoutes() {
   });
   router_.Add("GET", "/metrics", [this](const http::Request&, http::Responder r) { HandleMetrics(std::move(r)); });
   router_.Add("GET", "/stats", [this](const http::Request&, http::Responder r) { HandleStats(std::move(r)); });
+  // ---- begin GET / (src/web): the teaching page, its script and style sheet.
+  // Open like /healthz: it is static; the page's own /v1 calls are guarded.
+  for (const web::Asset& a : web::Assets()) {
+    router_.Add("GET", std::string(a.path), [&a](const http::Request&, http::Responder r) {
+      r.Send(200, std::string(a.content_type), std::string(a.body), web::AssetHeaders());
+    });
+  }
+  // ---- end GET /
   router_.Add("POST", "/v1/stream", [this](const http::Request& req, http::Responder r) {
     if (!Authorized(req, r)) return;
     HandleStream(req, std::move(r), true);
@@ -334,6 +344,11 @@ void App::AddRoutes() {
   router_.Add("POST", "/v1/tokenize", guarded(&App::HandleTokenize));
   router_.Add("POST", "/v1/detokenize", guarded(&App::HandleDetokenize));
   if (config_.lab) router_.Add("GET", "/lab/emissions/{id}", guarded(&App::HandleEmissions));
+  // ---- begin OpenAI-compatible API (src/api/completions.cc, docs/openai.md)
+  router_.Add("POST", "/v1/completions", guarded(&App::HandleCompletions));
+  router_.Add("GET", "/v1/models", guarded(&App::HandleModels));
+  router_.Add("GET", "/v1/models/{id}", guarded(&App::HandleModel));
+  // ---- end OpenAI-compatible API
   AddWebSocketRoutes();
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -69,6 +70,11 @@ class App {
   void HandleMetrics(http::Responder r);
   void HandleStats(http::Responder r);
   void HandleEmissions(const http::Request& req, http::Responder r);
+  // ---- begin OpenAI-compatible API (defined in src/api/completions.cc)
+  void HandleCompletions(const http::Request& req, http::Responder r);  // POST /v1/completions
+  void HandleModels(const http::Request& req, http::Responder r);       // GET /v1/models
+  void HandleModel(const http::Request& req, http::Responder r);        // GET /v1/models/{id}
+  // ---- end OpenAI-compatible API
 
   // Creates, submits and returns a stream, or answers the refusal and
   // returns nullptr.
@@ -112,6 +118,10 @@ class App {
   bool shutting_down_ = false;
   int signal_fd_ = -1;
   std::string model_name_;
+  // OpenAI's "created" of the served model (GET /v1/models): when the App was made.
+  int64_t created_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
 
   // Metrics owned by the app (the server registers its own).
   Histogram* m_ttft_ = nullptr;

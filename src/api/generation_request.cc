@@ -22,16 +22,33 @@ bool WrongType(RequestError* err, std::string_view field, std::string_view want)
 
 }  // namespace
 
+Status ParseRequestJson(std::string_view body, const RequestBounds& bounds, json::Value* out,
+                        size_t* offset) {
+  json::ParseLimits limits;
+  limits.max_bytes = body.size() + 1;  // the HTTP layer already bounded the body
+  limits.max_depth = bounds.max_json_depth;
+  return json::Parse(body, out, limits, offset);
+}
+
+bool StopValues(const json::Value& v, std::vector<const json::Value*>* items) {
+  items->clear();
+  if (v.is_string()) {
+    items->push_back(&v);
+  } else if (v.is_array()) {
+    for (const auto& it : v.items()) items->push_back(&it);
+  } else if (!v.is_null()) {
+    return false;
+  }
+  return true;
+}
+
 bool ParseGenerationRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
                             const RequestBounds& bounds, stream::Policy default_policy,
                             ParsedGeneration* out, RequestError* err,
                             std::initializer_list<std::string_view> allow_extra) {
   json::Value v;
-  json::ParseLimits limits;
-  limits.max_bytes = body.size() + 1;  // the HTTP layer already bounded the body
-  limits.max_depth = bounds.max_json_depth;
   size_t offset = 0;
-  Status st = json::Parse(body, &v, limits, &offset);
+  Status st = ParseRequestJson(body, bounds, &v, &offset);
   if (!st.ok()) {
     err->offset = static_cast<int64_t>(offset);
     return Fail(err, 400, "invalid_json", st.message());
@@ -102,13 +119,7 @@ bool ParseGenerationObject(const json::Value& v, const tokenizer::Tokenizer& tok
       r.has_seed = true;
     } else if (key == "stop") {
       std::vector<const json::Value*> items;
-      if (val.is_string()) {
-        items.push_back(&val);
-      } else if (val.is_array()) {
-        for (const auto& it : val.items()) items.push_back(&it);
-      } else if (!val.is_null()) {
-        return WrongType(err, key, "a string or an array of strings");
-      }
+      if (!StopValues(val, &items)) return WrongType(err, key, "a string or an array of strings");
       if (items.size() > bounds.max_stop_strings) {
         return Fail(err, 422, "invalid_request",
                     "at most " + std::to_string(bounds.max_stop_strings) + " stop strings");

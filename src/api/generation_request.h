@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/backend.h"
 #include "json/json.h"
@@ -48,6 +49,16 @@ struct ParsedGeneration {
   stream::Policy policy = stream::Policy::kDropSlow;
   bool has_policy = false;
 };
+
+// Parses a request body as JSON within the request bounds (max_json_depth;
+// the HTTP layer has already bounded its size). On failure *offset is the
+// byte offset where parsing stopped.
+Status ParseRequestJson(std::string_view body, const RequestBounds& bounds, json::Value* out,
+                        size_t* offset);
+
+// The values of a "stop" field, not yet checked: the field itself if it is a
+// string, its items if an array, none if null. False if it is none of these.
+bool StopValues(const json::Value& v, std::vector<const json::Value*>* items);
 
 // `allow_extra` lists top-level fields that are accepted and ignored (the
 // WebSocket "op"). Returns false with *err filled on any refusal.

@@ -4,13 +4,43 @@
 
 namespace tw::api {
 
+// ---- TokenWireSseFormat ------------------------------------------------------
+
+void TokenWireSseFormat::AppendPreamble(std::string* out) { sse::AppendRetry(out, 1000); }
+
+SseFormat::Bytes TokenWireSseFormat::AppendEvent(const stream::Event& event, std::string* out) {
+  sse::AppendEvent(out, event.seq, stream::EventTypeName(event.type), event.data);
+  return Bytes::kEvent;
+}
+
+void TokenWireSseFormat::AppendEnding(const stream::SubscriberEnd& end, std::string* out) {
+  std::string data = "{\"type\":";
+  http::AppendJsonString(&data, end.type);
+  data += ",\"message\":";
+  http::AppendJsonString(&data, end.message);
+  data += ",\"retryable\":";
+  data += end.retryable ? "true" : "false";
+  data += ",\"resume_from\":" + std::to_string(end.resume_from) + "}";
+  sse::AppendEventNoId(out, "error", data);
+}
+
+// ---- SseSubscription ---------------------------------------------------------
+
 SseSubscription::SseSubscription(net::EventLoop* loop, stream::StreamHub* hub,
                                  http::Responder responder, Options options,
+                                 std::function<void(SseSubscription*)> on_done)
+    : SseSubscription(loop, hub, std::move(responder), std::move(options),
+                      std::make_unique<TokenWireSseFormat>(), std::move(on_done)) {}
+
+SseSubscription::SseSubscription(net::EventLoop* loop, stream::StreamHub* hub,
+                                 http::Responder responder, Options options,
+                                 std::unique_ptr<SseFormat> format,
                                  std::function<void(SseSubscription*)> on_done)
     : loop_(loop),
       hub_(hub),
       responder_(std::move(responder)),
       options_(std::move(options)),
+      format_(std::move(format)),
       on_done_(std::move(on_done)) {}
 
 SseSubscription::~SseSubscription() {
@@ -41,21 +71,19 @@ bool SseSubscription::EnsureStarted() {
     }
   });
   scratch_.clear();
-  sse::AppendRetry(&scratch_, 1000);
-  writer_->Write(scratch_);
-  bytes_written_ += scratch_.size();
+  format_->AppendPreamble(&scratch_);
+  if (!scratch_.empty()) {
+    writer_->Write(scratch_);
+    bytes_written_ += scratch_.size();
+  }
   heartbeat_timer_ = loop_->AddRepeatingTimer(options_.heartbeat_ms, [weak] {
     if (auto self = weak.lock()) self->Heartbeat();
   });
   return true;
 }
 
-stream::DeliverResult SseSubscription::Deliver(const stream::Event& event) {
-  if (done_ || !EnsureStarted()) return stream::DeliverResult::kGone;
-  scratch_.clear();
-  sse::AppendEvent(&scratch_, event.seq, stream::EventTypeName(event.type), event.data);
-  if (writer_->buffered_bytes() + scratch_.size() + options_.reserve_bytes >
-      writer_->max_output_bytes()) {
+stream::DeliverResult SseSubscription::WriteOrWait(size_t reserve) {
+  if (writer_->buffered_bytes() + scratch_.size() + reserve > writer_->max_output_bytes()) {
     return stream::DeliverResult::kNoRoom;
   }
   switch (writer_->Write(scratch_)) {
@@ -69,7 +97,25 @@ stream::DeliverResult SseSubscription::Deliver(const stream::Event& event) {
     case http::StreamWriter::WriteResult::kClosed:
       break;
   }
+  Done();
   return stream::DeliverResult::kGone;
+}
+
+stream::DeliverResult SseSubscription::Deliver(const stream::Event& event) {
+  if (done_ || last_written_) return stream::DeliverResult::kGone;
+  if (!EnsureStarted()) {
+    // The client left before the response started: nothing will call
+    // OnClose, so end here (the hub drops us on kGone).
+    Done();
+    return stream::DeliverResult::kGone;
+  }
+  scratch_.clear();
+  SseFormat::Bytes bytes = format_->AppendEvent(event, &scratch_);
+  if (bytes == SseFormat::Bytes::kNone) return stream::DeliverResult::kTaken;
+  bool last = bytes == SseFormat::Bytes::kLast;
+  stream::DeliverResult r = WriteOrWait(last ? 0 : options_.reserve_bytes);
+  if (last && r == stream::DeliverResult::kTaken) last_written_ = true;
+  return r;
 }
 
 void SseSubscription::Complete() {
@@ -80,29 +126,21 @@ void SseSubscription::Complete() {
 
 void SseSubscription::End(const stream::SubscriberEnd& end) {
   if (done_) return;
-  if (EnsureStarted()) {
-    std::string data = "{\"type\":";
-    http::AppendJsonString(&data, end.type);
-    data += ",\"message\":";
-    http::AppendJsonString(&data, end.message);
-    data += ",\"retryable\":";
-    data += end.retryable ? "true" : "false";
-    data += ",\"resume_from\":" + std::to_string(end.resume_from) + "}";
+  if (!last_written_ && EnsureStarted()) {
     scratch_.clear();
-    sse::AppendEventNoId(&scratch_, "error", data);
+    format_->AppendEnding(end, &scratch_);
     // The reserve keeps room for this; if even that is refused the client
     // is not reading at all, and closing tells it as much.
-    auto r = writer_->Write(scratch_);
-    if (r == http::StreamWriter::WriteResult::kRefused) {
+    if (writer_->Write(scratch_) == http::StreamWriter::WriteResult::kRefused) {
       writer_->Abort();
     } else {
       writer_->Finish();
     }
-  } else if (!responder_.closed()) {
-    // Nothing was sent yet: an ordinary error response.
-    int status = end.type == "shutting_down" ? 503 : 409;
-    responder_.SendError(status, end.type, end.message, end.retryable,
-                         {{"resume_from", std::to_string(end.resume_from)}});
+  } else if (writer_) {
+    // The last bytes are already out (or the connection is gone): end the
+    // body as it stands. (Without a writer the client has left: nothing to
+    // send; StartStream always gives a writer to an open responder.)
+    writer_->Finish();
   }
   Done();
 }

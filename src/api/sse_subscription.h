@@ -1,21 +1,34 @@
-// SseSubscription: one SSE response attached to a stream (DESIGN.md §5).
+// SseSubscription: one text/event-stream response attached to a stream
+// (DESIGN.md §5).
 //
-// The transport side of stream::Subscription for text/event-stream. It starts
-// the HTTP response lazily, on the first event it is offered, so a resume that
-// the hub refuses (409) can still be answered with an ordinary JSON error.
-// Every stream event goes out as `id: N / event: type / data: {...}`; a
-// subscriber-level ending (slow_client, shutting_down) as an `event: error`
-// without an id, carrying resume_from. A comment heartbeat (": ping") goes out
-// every heartbeat_ms while nothing else was written.
+// The transport side of stream::Subscription for every HTTP event stream we
+// serve. This class owns the plumbing those responses share: it starts the
+// chunked `200 text/event-stream` response (Cache-Control: no-cache,
+// X-Accel-Buffering: no, X-Stream-Id) on Start() or the first event it is
+// offered, wires the writer's writable/close callbacks into the hub, writes a
+// comment heartbeat (": ping") every heartbeat_ms while nothing else was
+// written, keeps the output bound, and reports its end once (on_done).
+//
+// How an event becomes bytes is an SseFormat's, the one thing the transports
+// differ in:
+//   TokenWireSseFormat (here; the default)  `retry:` first, then every stream
+//       event as `id: N / event: type / data: {...}`; a subscriber-level
+//       ending (slow_client, shutting_down) as an `event: error` without an
+//       id, carrying resume_from.
+//   OpenAiSseFormat (api/completions.h)  OpenAI's `data: {chunk}` lines
+//       ending with `data: [DONE]`.
 //
 // Backpressure: an event is offered to the socket only if it fits in the
-// connection's output bound minus `reserve_bytes`, kept free so the final
-// error event and the last chunk always fit; otherwise Deliver() says kNoRoom
-// and the hub's policy decides.
+// connection's output bound minus `reserve_bytes`, kept free so the last
+// bytes of the response (the format's kLast event, an early ending) and the
+// last chunk always fit; otherwise Deliver() says kNoRoom and the hub's policy
+// decides. A client that closes is detached from the hub (linger starts).
 //
-// Threads: I/O thread only. Ownership: the App keeps each subscription alive
-// until it has ended (Complete/End/peer close) and frees it after the current
-// loop iteration.
+// Threads: I/O thread only. Memory: the format, and one scratch buffer as
+// large as the largest event written (events are bounded by the stream
+// layer). Never blocks; never writes past the connection's output bound.
+// Ownership: the App keeps each subscription alive until on_done has run and
+// frees it after the current loop iteration.
 #pragma once
 
 #include <functional>
@@ -28,6 +41,38 @@
 
 namespace tw::api {
 
+// How the events of one response become text/event-stream bytes. One
+// instance per response (it may keep state across events). I/O thread only.
+class SseFormat {
+ public:
+  // What AppendEvent produced.
+  enum class Bytes {
+    kNone,   // nothing to send for this event; it counts as taken
+    kEvent,  // bytes sent only if they leave reserve_bytes free
+    kLast,   // the response's last bytes: they may use the reserve, and once
+             // they are taken no further event is sent
+  };
+
+  virtual ~SseFormat() = default;
+  // Appends the bytes written once, when the response starts.
+  virtual void AppendPreamble(std::string* out) = 0;
+  // Appends the bytes for one stream event.
+  virtual Bytes AppendEvent(const stream::Event& event, std::string* out) = 0;
+  // Appends the bytes that end the response early (a subscriber-level
+  // ending, DESIGN.md §5), after the 200.
+  virtual void AppendEnding(const stream::SubscriberEnd& end, std::string* out) = 0;
+};
+
+// Ours (DESIGN.md §5): `retry: 1000`, then `id: N / event: type / data: {...}`
+// per event; an ending is `event: error` with {"type","message","retryable",
+// "resume_from"} and no id.
+class TokenWireSseFormat : public SseFormat {
+ public:
+  void AppendPreamble(std::string* out) override;
+  Bytes AppendEvent(const stream::Event& event, std::string* out) override;
+  void AppendEnding(const stream::SubscriberEnd& end, std::string* out) override;
+};
+
 class SseSubscription : public stream::Subscription,
                         public std::enable_shared_from_this<SseSubscription> {
  public:
@@ -38,8 +83,13 @@ class SseSubscription : public stream::Subscription,
     http::Headers extra_headers;  // e.g. CORS
   };
   // `on_done` runs once when this subscription has ended for any reason.
+  // This one writes our own events (TokenWireSseFormat).
   SseSubscription(net::EventLoop* loop, stream::StreamHub* hub, http::Responder responder,
                   Options options, std::function<void(SseSubscription*)> on_done);
+  // The same with another format (never null).
+  SseSubscription(net::EventLoop* loop, stream::StreamHub* hub, http::Responder responder,
+                  Options options, std::unique_ptr<SseFormat> format,
+                  std::function<void(SseSubscription*)> on_done);
   ~SseSubscription() override;
 
   stream::DeliverResult Deliver(const stream::Event& event) override;
@@ -49,10 +99,13 @@ class SseSubscription : public stream::Subscription,
   // Starts the HTTP response now (normally done by the first Deliver).
   void Start() { EnsureStarted(); }
   bool started() const { return writer_ != nullptr; }
+  // The preamble and the events taken so far (not heartbeats or an ending).
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
   bool EnsureStarted();
+  // Writes scratch_ if it leaves `reserve` bytes of the output bound free.
+  stream::DeliverResult WriteOrWait(size_t reserve);
   void Heartbeat();
   void Done();
 
@@ -60,10 +113,12 @@ class SseSubscription : public stream::Subscription,
   stream::StreamHub* hub_;
   http::Responder responder_;
   Options options_;
+  std::unique_ptr<SseFormat> format_;
   std::function<void(SseSubscription*)> on_done_;
   std::shared_ptr<http::StreamWriter> writer_;
   uint64_t heartbeat_timer_ = 0;
   bool wrote_since_heartbeat_ = false;
+  bool last_written_ = false;  // the format's kLast bytes were taken
   bool done_ = false;
   uint64_t bytes_written_ = 0;
   std::string scratch_;

@@ -1,0 +1,712 @@
+#include "api/completions.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "api/app.h"
+#include "json/json.h"
+#include "sse/writer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tw::api {
+
+namespace {
+
+bool Refuse(OpenAiError* err, int status, std::string param, std::string message,
+            std::string code = "") {
+  *err = OpenAiError();
+  err->status = status;
+  err->type = "invalid_request_error";
+  err->param = std::move(param);
+  err->message = std::move(message);
+  err->code = std::move(code);
+  return false;
+}
+
+// `where` is the offending value ("stop[2]") inside the top-level `param`.
+bool WrongType(OpenAiError* err, std::string_view param, std::string_view want,
+               std::string_view where = {}) {
+  std::string what(where.empty() ? param : where);
+  return Refuse(err, 400, std::string(param), "'" + what + "' must be " + std::string(want));
+}
+
+// A param we accept only at its default value (which changes nothing).
+bool Unsupported(OpenAiError* err, std::string_view param, std::string_view allowed) {
+  return Refuse(err, 400, std::string(param),
+                "'" + std::string(param) + "' is not supported by this server; omit it or send " +
+                    std::string(allowed));
+}
+
+bool TokenId(const json::Value& t, const RequestBounds& bounds, const std::string& where,
+             std::vector<int32_t>* out, OpenAiError* err) {
+  if (!t.is_int()) return WrongType(err, "prompt", "an integer token id", where);
+  if (t.as_int() < 0 || t.as_int() >= bounds.vocab_size) {
+    return Refuse(err, 400, "prompt",
+                  where + " = " + std::to_string(t.as_int()) + " is not a token id (0.." +
+                      std::to_string(bounds.vocab_size - 1) + ")");
+  }
+  out->push_back(static_cast<int32_t>(t.as_int()));
+  return true;
+}
+
+// prompt: a string, an array of one string, an array of token ids, or an
+// array of one array of token ids. "" is OpenAI's default prompt,
+// "<|endoftext|>" (the model generates as if from the start of a document).
+bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
+                 const RequestBounds& bounds, std::vector<int32_t>* out, OpenAiError* err) {
+  out->clear();
+  const json::Value* text = nullptr;
+  if (v.is_string()) {
+    text = &v;
+  } else if (v.is_array()) {
+    const auto& items = v.items();
+    if (items.empty()) return Refuse(err, 400, "prompt", "'prompt' must not be an empty array");
+    if (items[0].is_string() || items[0].is_array()) {
+      if (items.size() > 1) {
+        return Refuse(err, 400, "prompt",
+                      "this server takes one prompt per request; 'prompt' holds " +
+                          std::to_string(items.size()));
+      }
+      if (items[0].is_string()) {
+        text = &items[0];
+      } else {
+        const auto& ids = items[0].items();
+        if (ids.empty()) return Refuse(err, 400, "prompt", "'prompt[0]' must not be empty");
+        for (size_t i = 0; i < ids.size(); i++) {
+          if (!TokenId(ids[i], bounds, "prompt[0][" + std::to_string(i) + "]", out, err)) return false;
+        }
+      }
+    } else {
+      for (size_t i = 0; i < items.size(); i++) {
+        if (!TokenId(items[i], bounds, "prompt[" + std::to_string(i) + "]", out, err)) return false;
+      }
+    }
+  } else {
+    return WrongType(err, "prompt", "a string, an array of one string or an array of token ids");
+  }
+  if (text != nullptr) {
+    *out = tokenizer.EncodeWithSpecial(text->as_string());
+    if (out->empty()) out->push_back(tokenizer.end_of_text_id());
+  }
+  return true;
+}
+
+bool ParseStop(const json::Value& v, const RequestBounds& bounds, std::vector<std::string>* out,
+               OpenAiError* err) {
+  out->clear();
+  std::vector<const json::Value*> items;
+  if (!StopValues(v, &items)) return WrongType(err, "stop", "a string or an array of strings");
+  if (items.size() > bounds.max_stop_strings) {
+    return Refuse(err, 400, "stop",
+                  "'stop' holds " + std::to_string(items.size()) + " strings; at most " +
+                      std::to_string(bounds.max_stop_strings) + " are allowed");
+  }
+  for (size_t i = 0; i < items.size(); i++) {
+    const json::Value* it = items[i];
+    std::string where = v.is_array() ? "stop[" + std::to_string(i) + "]" : "stop";
+    if (!it->is_string()) return WrongType(err, "stop", "a string", where);
+    if (it->as_string().empty() || it->as_string().size() > bounds.max_stop_bytes) {
+      return Refuse(err, 400, "stop",
+                    "'" + where + "' is " + std::to_string(it->as_string().size()) +
+                        " bytes; each stop string must be 1.." +
+                        std::to_string(bounds.max_stop_bytes) + " bytes");
+    }
+    out->push_back(it->as_string());
+  }
+  return true;
+}
+
+bool ParseStreamOptions(const json::Value& v, bool* include_usage, OpenAiError* err) {
+  if (v.is_null()) return true;
+  if (!v.is_object()) return WrongType(err, "stream_options", "an object");
+  for (const auto& [key, val] : v.members()) {
+    if (key == "include_usage") {
+      if (val.is_null()) continue;
+      if (!val.is_bool()) return WrongType(err, "stream_options.include_usage", "a boolean");
+      *include_usage = val.as_bool();
+    } else {
+      return Refuse(err, 400, "stream_options." + key,
+                    "unrecognized stream option 'stream_options." + key + "'");
+    }
+  }
+  return true;
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool ParseEvent(const stream::Event& ev, json::Value* out) {
+  json::ParseLimits lim;
+  lim.max_bytes = ev.data.size() + 1;
+  return json::Parse(ev.data, out, lim).ok();
+}
+
+int IntField(const json::Value* obj, std::string_view key) {
+  const json::Value* v = obj ? obj->Find(key) : nullptr;
+  return v && v->is_int() ? static_cast<int>(v->as_int()) : 0;
+}
+
+std::string StringField(const json::Value& obj, std::string_view key, std::string_view fallback) {
+  const json::Value* v = obj.Find(key);
+  return v && v->is_string() ? v->as_string() : std::string(fallback);
+}
+
+// The answer for a stream that ended without a usable finish reason: an
+// error event ({"type","message","retryable"}) or a done event whose
+// finish_reason is cancelled / error.
+OpenAiError ErrorForEnding(const stream::Event& ev, const json::Value& v) {
+  if (ev.type == stream::EventType::kError) {
+    std::string type = StringField(v, "type", "internal");
+    const json::Value* retry = v.Find("retryable");
+    bool retryable = retry && retry->is_bool() && retry->as_bool();
+    return FromOurError(type == "internal" ? 500 : 503, type,
+                        StringField(v, "message", "generation failed"), retryable ? 1000 : 0);
+  }
+  std::string reason = StringField(v, "finish_reason", "error");
+  if (reason == "cancelled") {
+    return FromOurError(503, "cancelled", "the generation was cancelled before it finished", 0);
+  }
+  return FromOurError(500, "internal", "the generation ended with finish_reason '" + reason + "'", 0);
+}
+
+// A subscriber-level ending (slow_client, shutting_down, …) as an error.
+OpenAiError ErrorForSubscriberEnd(const stream::SubscriberEnd& end) {
+  return FromOurError(503, end.type, end.message, end.retryable ? 1000 : 0);
+}
+
+void AppendData(std::string* out, std::string_view data) { sse::AppendEventNoId(out, "", data); }
+
+constexpr std::string_view kDoneLine = "data: [DONE]\n\n";
+
+// OpenAI writes an absent param, code or finish_reason as null.
+void StringOrNull(json::Writer& w, std::string_view s) {
+  if (s.empty()) {
+    w.Null();
+  } else {
+    w.String(s);
+  }
+}
+
+// Opens an OpenAI object with the members its objects begin with.
+void BeginOpenAiObject(json::Writer& w, std::string_view id, std::string_view object,
+                       int64_t created) {
+  w.BeginObject();
+  w.Key("id");
+  w.String(id);
+  w.Key("object");
+  w.String(object);
+  w.Key("created");
+  w.Int(created);
+}
+
+}  // namespace
+
+bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
+                            const RequestBounds& bounds, std::string_view model_id,
+                            CompletionRequest* out, OpenAiError* err) {
+  json::Value v;
+  size_t offset = 0;
+  Status st = ParseRequestJson(body, bounds, &v, &offset);
+  if (!st.ok()) {
+    return Refuse(err, 400, "",
+                  "the body is not valid JSON (byte " + std::to_string(offset) + "): " + st.message(),
+                  "invalid_json");
+  }
+  if (!v.is_object()) return Refuse(err, 400, "", "the body must be a JSON object");
+
+  CompletionRequest& r = *out;
+  r = CompletionRequest();
+  r.max_tokens = std::min(kOpenAiDefaultMaxTokens, bounds.max_new_tokens);
+
+  // The model first: a request for another model is answered 404 whatever
+  // else it holds (as OpenAI and vLLM do).
+  const json::Value* model = v.Find("model");
+  if (model == nullptr || model->is_null()) {
+    return Refuse(err, 400, "model", "you must provide a model parameter ('" + std::string(model_id) + "')");
+  }
+  if (!model->is_string()) return WrongType(err, "model", "a string");
+  if (model->as_string() != model_id) {
+    return Refuse(err, 404, "model",
+                  "the model '" + model->as_string() + "' does not exist; this server serves '" +
+                      std::string(model_id) + "'",
+                  "model_not_found");
+  }
+  r.model = model->as_string();
+
+  bool has_prompt = false;
+  const json::Value* stream_options = nullptr;
+  for (const auto& [key, val] : v.members()) {
+    if (key == "model") {
+      continue;
+    } else if (key == "prompt") {
+      if (val.is_null()) continue;
+      if (!ParsePrompt(val, tokenizer, bounds, &r.prompt_tokens, err)) return false;
+      has_prompt = true;
+    } else if (key == "max_tokens") {
+      if (val.is_null()) continue;
+      if (!val.is_int()) return WrongType(err, key, "an integer");
+      if (val.as_int() < 1 || val.as_int() > bounds.max_new_tokens) {
+        return Refuse(err, 400, key,
+                      "'max_tokens' is " + std::to_string(val.as_int()) + "; it must be 1.." +
+                          std::to_string(bounds.max_new_tokens));
+      }
+      r.max_tokens = static_cast<int>(val.as_int());
+    } else if (key == "temperature") {
+      if (val.is_null()) continue;
+      if (!val.is_number()) return WrongType(err, key, "a number");
+      if (!(val.as_double() >= 0.0 && val.as_double() <= 2.0)) {
+        return Refuse(err, 400, key, "'temperature' must be between 0 and 2");
+      }
+      r.temperature = val.as_double();
+    } else if (key == "top_p") {
+      if (val.is_null()) continue;
+      if (!val.is_number()) return WrongType(err, key, "a number");
+      if (!(val.as_double() > 0.0 && val.as_double() <= 1.0)) {
+        return Refuse(err, 400, key, "'top_p' must be greater than 0 and at most 1");
+      }
+      r.top_p = val.as_double();
+    } else if (key == "seed") {
+      if (val.is_null()) continue;
+      if (!val.is_int()) return WrongType(err, key, "an integer");
+      if (val.as_int() < 0) return Refuse(err, 400, key, "'seed' must be non-negative");
+      r.seed = val.as_int();
+      r.has_seed = true;
+    } else if (key == "stop") {
+      if (!ParseStop(val, bounds, &r.stop, err)) return false;
+    } else if (key == "stream") {
+      if (val.is_null()) continue;
+      if (!val.is_bool()) return WrongType(err, key, "a boolean");
+      r.stream = val.as_bool();
+    } else if (key == "stream_options") {
+      stream_options = &val;
+    } else if (key == "n" || key == "best_of") {
+      if (val.is_null() || (val.is_int() && val.as_int() == 1)) continue;
+      return Unsupported(err, key, "1 (one completion per request)");
+    } else if (key == "echo") {
+      if (val.is_null() || (val.is_bool() && !val.as_bool())) continue;
+      return Unsupported(err, key, "false");
+    } else if (key == "logprobs") {
+      if (val.is_null()) continue;
+      return Unsupported(err, key, "null");
+    } else if (key == "suffix") {
+      if (val.is_null() || (val.is_string() && val.as_string().empty())) continue;
+      return Unsupported(err, key, "null");
+    } else if (key == "presence_penalty" || key == "frequency_penalty") {
+      if (val.is_null() || (val.is_number() && val.as_double() == 0.0)) continue;
+      return Unsupported(err, key, "0");
+    } else if (key == "logit_bias") {
+      if (val.is_null() || (val.is_object() && val.members().empty())) continue;
+      return Unsupported(err, key, "{}");
+    } else if (key == "user") {
+      // An end-user id for the caller's own tracking: it changes nothing.
+      if (val.is_null() || val.is_string()) continue;
+      return WrongType(err, key, "a string");
+    } else {
+      return Refuse(err, 400, key, "unrecognized request argument supplied: '" + key + "'");
+    }
+  }
+  if (stream_options != nullptr && !stream_options->is_null()) {
+    if (!r.stream) {
+      return Refuse(err, 400, "stream_options",
+                    "'stream_options' is only allowed when 'stream' is true");
+    }
+    if (!ParseStreamOptions(*stream_options, &r.include_usage, err)) return false;
+  }
+  if (!has_prompt) return Refuse(err, 400, "prompt", "you must provide a 'prompt'");
+  int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.max_tokens;
+  if (total > bounds.context_length) {
+    return Refuse(err, 400, "prompt",
+                  "this model's maximum context length is " + std::to_string(bounds.context_length) +
+                      " tokens, however you requested " + std::to_string(total) + " tokens (" +
+                      std::to_string(r.prompt_tokens.size()) + " in your prompt; " +
+                      std::to_string(r.max_tokens) +
+                      " for the completion). Please reduce your prompt or max_tokens.",
+                  "context_length_exceeded");
+  }
+  return true;
+}
+
+std::string ToGenerationBody(const CompletionRequest& req) {
+  std::string out;
+  json::Writer w(&out);
+  w.BeginObject();
+  w.Key("prompt_tokens");
+  w.BeginArray();
+  for (int32_t t : req.prompt_tokens) w.Int(t);
+  w.EndArray();
+  w.Key("max_new_tokens");
+  w.Int(req.max_tokens);
+  w.Key("temperature");
+  w.Double(req.temperature);
+  w.Key("top_p");
+  w.Double(req.top_p);
+  if (req.has_seed) {
+    w.Key("seed");
+    w.Int(req.seed);
+  }
+  if (!req.stop.empty()) {
+    w.Key("stop");
+    w.BeginArray();
+    for (const auto& s : req.stop) w.String(s);
+    w.EndArray();
+  }
+  w.EndObject();
+  return out;
+}
+
+bool OpenAiFinishReason(std::string_view ours, std::string* openai) {
+  if (ours == "eos" || ours == "stop") {
+    *openai = "stop";
+    return true;
+  }
+  if (ours == "length") {
+    *openai = "length";
+    return true;
+  }
+  return false;
+}
+
+OpenAiError FromOurError(int status, std::string_view type, std::string_view message,
+                         int64_t retry_after_ms) {
+  OpenAiError e;
+  // OpenAI answers every invalid value with 400; we say 422 for some.
+  e.status = status == 422 ? 400 : status;
+  e.type = e.status >= 500 ? "server_error" : "invalid_request_error";
+  e.message = std::string(message);
+  e.code = std::string(type);
+  e.retry_after_ms = retry_after_ms;
+  if (type == "prompt_too_long") {
+    e.code = "context_length_exceeded";
+    e.param = "prompt";
+  }
+  return e;
+}
+
+std::string OpenAiErrorJson(const OpenAiError& e) {
+  std::string out;
+  json::Writer w(&out);
+  w.BeginObject();
+  w.Key("error");
+  w.BeginObject();
+  w.Key("message");
+  w.String(e.message);
+  w.Key("type");
+  w.String(e.type);
+  w.Key("param");
+  StringOrNull(w, e.param);
+  w.Key("code");
+  StringOrNull(w, e.code);
+  w.EndObject();
+  w.EndObject();
+  return out;
+}
+
+namespace {
+
+// What a choice and the usage hold; finish_reason "" is written as null.
+struct Choice {
+  std::string_view text;
+  std::string_view finish_reason;
+};
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+// Every text_completion object: the shared head, `choices` with `choice`
+// (empty if null), and `usage`: the counts if given, else null when the
+// client asked for usage (a chunk before the usage chunk), else absent.
+std::string TextCompletionJson(const CompletionMeta& m, const Choice* choice, const Usage* usage) {
+  std::string out;
+  json::Writer w(&out);
+  BeginOpenAiObject(w, m.id, "text_completion", m.created);
+  w.Key("model");
+  w.String(m.model);
+  w.Key("choices");
+  w.BeginArray();
+  if (choice != nullptr) {
+    w.BeginObject();
+    w.Key("text");
+    w.String(choice->text);
+    w.Key("index");
+    w.Int(0);
+    w.Key("logprobs");
+    w.Null();
+    w.Key("finish_reason");
+    StringOrNull(w, choice->finish_reason);
+    w.EndObject();
+  }
+  w.EndArray();
+  if (usage != nullptr) {
+    w.Key("usage");
+    w.BeginObject();
+    w.Key("prompt_tokens");
+    w.Int(usage->prompt_tokens);
+    w.Key("completion_tokens");
+    w.Int(usage->completion_tokens);
+    w.Key("total_tokens");
+    w.Int(static_cast<int64_t>(usage->prompt_tokens) + usage->completion_tokens);
+    w.EndObject();
+  } else if (m.include_usage) {
+    w.Key("usage");
+    w.Null();
+  }
+  w.EndObject();
+  return out;
+}
+
+}  // namespace
+
+std::string CompletionChunkJson(const CompletionMeta& m, std::string_view text,
+                                std::string_view finish_reason) {
+  Choice choice{text, finish_reason};
+  return TextCompletionJson(m, &choice, nullptr);
+}
+
+std::string UsageChunkJson(const CompletionMeta& m, int prompt_tokens, int completion_tokens) {
+  Usage usage{prompt_tokens, completion_tokens};
+  return TextCompletionJson(m, nullptr, &usage);
+}
+
+std::string CompletionJson(const CompletionMeta& m, std::string_view text,
+                           std::string_view finish_reason, int prompt_tokens,
+                           int completion_tokens) {
+  Choice choice{text, finish_reason};
+  Usage usage{prompt_tokens, completion_tokens};
+  return TextCompletionJson(m, &choice, &usage);
+}
+
+std::string ModelJson(std::string_view id, int64_t created) {
+  std::string out;
+  json::Writer w(&out);
+  BeginOpenAiObject(w, id, "model", created);
+  w.Key("owned_by");
+  w.String("tokenwire");
+  w.EndObject();
+  return out;
+}
+
+std::string ModelListJson(std::string_view id, int64_t created) {
+  std::string out;
+  json::Writer w(&out);
+  w.BeginObject();
+  w.Key("object");
+  w.String("list");
+  w.Key("data");
+  w.BeginArray();
+  w.Raw(ModelJson(id, created));
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+void SendOpenAiError(http::Responder& r, const OpenAiError& e, const http::Headers& extra) {
+  http::Headers h = extra;
+  if (e.retry_after_ms > 0) {
+    h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (e.retry_after_ms + 999) / 1000)));
+  }
+  r.Send(e.status, "application/json", OpenAiErrorJson(e), h);
+}
+
+// ---- OpenAiSseFormat ---------------------------------------------------------
+
+SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std::string* out) {
+  json::Value v;
+  bool parsed = ParseEvent(ev, &v);
+  switch (ev.type) {
+    case stream::EventType::kStart:
+      return Bytes::kNone;
+    case stream::EventType::kToken: {
+      const json::Value* text = v.Find("text");
+      // A token whose text is held back (part of a character or of a
+      // possible stop string) has nothing to say yet.
+      if (!parsed || text == nullptr || !text->is_string() || text->as_string().empty()) {
+        return Bytes::kNone;
+      }
+      AppendData(out, CompletionChunkJson(meta_, text->as_string(), ""));
+      return Bytes::kEvent;
+    }
+    case stream::EventType::kDone:
+    case stream::EventType::kError: {
+      std::string reason;
+      if (ev.type == stream::EventType::kDone &&
+          OpenAiFinishReason(StringField(v, "finish_reason", ""), &reason)) {
+        // The last content chunk carries the finish reason.
+        AppendData(out, CompletionChunkJson(meta_, "", reason));
+        if (meta_.include_usage) {
+          const json::Value* usage = v.Find("usage");
+          AppendData(out, UsageChunkJson(meta_, IntField(usage, "prompt_tokens"),
+                                         IntField(usage, "completion_tokens")));
+        }
+      } else {
+        AppendData(out, OpenAiErrorJson(ErrorForEnding(ev, v)));
+      }
+      *out += kDoneLine;
+      return Bytes::kLast;
+    }
+  }
+  return Bytes::kNone;
+}
+
+void OpenAiSseFormat::AppendEnding(const stream::SubscriberEnd& end, std::string* out) {
+  OpenAiError e = ErrorForSubscriberEnd(end);
+  if (end.type == "slow_client") {
+    e.message += "; the stream may be resumed with GET /v1/streams/" + stream_id_ +
+                 "/events?after=" + std::to_string(end.resume_from);
+  }
+  AppendData(out, OpenAiErrorJson(e));
+  *out += kDoneLine;
+}
+
+// ---- CompletionCollectSubscription -------------------------------------------
+
+CompletionCollectSubscription::CompletionCollectSubscription(http::Responder responder,
+                                                             CompletionMeta meta,
+                                                             http::Headers extra_headers,
+                                                             std::function<void(stream::Subscription*)> on_done)
+    : responder_(std::move(responder)),
+      meta_(std::move(meta)),
+      extra_headers_(std::move(extra_headers)),
+      on_done_(std::move(on_done)) {}
+
+stream::DeliverResult CompletionCollectSubscription::Deliver(const stream::Event& ev) {
+  if (responder_.closed()) {
+    // The client left before its answer: detach (linger, then cancellation).
+    Done();
+    return stream::DeliverResult::kGone;
+  }
+  json::Value v;
+  ParseEvent(ev, &v);
+  switch (ev.type) {
+    case stream::EventType::kStart:
+      prompt_tokens_ = IntField(&v, "prompt_tokens");
+      break;
+    case stream::EventType::kToken: {
+      const json::Value* text = v.Find("text");
+      if (text != nullptr && text->is_string()) text_ += text->as_string();
+      break;
+    }
+    case stream::EventType::kDone:
+    case stream::EventType::kError: {
+      if (ev.type == stream::EventType::kDone &&
+          OpenAiFinishReason(StringField(v, "finish_reason", ""), &finish_reason_)) {
+        const json::Value* usage = v.Find("usage");
+        prompt_tokens_ = IntField(usage, "prompt_tokens");
+        completion_tokens_ = IntField(usage, "completion_tokens");
+      } else {
+        failed_ = true;
+        error_ = ErrorForEnding(ev, v);
+      }
+      break;
+    }
+  }
+  return stream::DeliverResult::kTaken;
+}
+
+void CompletionCollectSubscription::Complete() {
+  if (failed_ || finish_reason_.empty()) {
+    if (!failed_) error_ = FromOurError(500, "internal", "the stream ended without a finish reason");
+    SendOpenAiError(responder_, error_, extra_headers_);
+  } else {
+    responder_.Send(200, "application/json",
+                    CompletionJson(meta_, text_, finish_reason_, prompt_tokens_, completion_tokens_),
+                    extra_headers_);
+  }
+  Done();
+}
+
+void CompletionCollectSubscription::End(const stream::SubscriberEnd& end) {
+  SendOpenAiError(responder_, ErrorForSubscriberEnd(end), extra_headers_);
+  Done();
+}
+
+void CompletionCollectSubscription::Done() {
+  auto cb = std::move(on_done_);
+  on_done_ = nullptr;
+  if (cb) cb(this);
+}
+
+// ---- App endpoints (declared in app.h) ------------------------------------------
+
+void App::HandleCompletions(const http::Request& req, http::Responder r) {
+  CompletionRequest c;
+  OpenAiError err;
+  if (!ParseCompletionRequest(req.body, tokenizer_, bounds_, model_name_, &c, &err)) {
+    SendOpenAiError(r, err, CorsHeaders());
+    return;
+  }
+  Refusal why;
+  std::shared_ptr<stream::Stream> s = Launch(ToGenerationBody(c), {}, &why);
+  if (!s) {
+    SendOpenAiError(r, FromOurError(why.status, why.type, why.message, why.retry_after_ms),
+                    CorsHeaders());
+    return;
+  }
+  CompletionMeta meta;
+  meta.id = "cmpl-" + s->id();
+  meta.created = UnixSeconds();
+  meta.model = model_name_;
+  meta.include_usage = c.include_usage;
+  // The App's key is the stream::Subscription address.
+  auto release = [this](stream::Subscription* self) {
+    auto it = subscriptions_.find(self);
+    if (it != subscriptions_.end()) {
+      loop_.ReleaseLater(std::move(it->second));  // freed after this callback returns
+      subscriptions_.erase(it);
+    }
+  };
+  http::Responder keep = r;
+  std::shared_ptr<stream::Subscription> sub;
+  SseSubscription* streaming = nullptr;
+  if (c.stream) {
+    SseSubscription::Options o;
+    o.heartbeat_ms = config_.heartbeat_ms;
+    o.reserve_bytes = kOpenAiStreamReserveBytes;
+    o.stream_id = s->id();
+    o.extra_headers = CorsHeaders();
+    auto ss = std::make_shared<SseSubscription>(
+        &loop_, hub_.get(), std::move(r), std::move(o),
+        std::make_unique<OpenAiSseFormat>(std::move(meta), s->id()), release);
+    streaming = ss.get();
+    sub = std::move(ss);
+  } else {
+    sub = std::make_shared<CompletionCollectSubscription>(std::move(r), std::move(meta),
+                                                          CorsHeaders(), release);
+  }
+  subscriptions_[sub.get()] = sub;
+  uint64_t oldest = 0;
+  if (hub_->Attach(s, sub.get(), 0, &oldest) == stream::Stream::AttachResult::kOk) {
+    // Headers go out now, before the first token.
+    if (streaming != nullptr && subscriptions_.count(sub.get())) streaming->Start();
+    return;
+  }
+  // A fresh stream refuses a subscriber only when --max-subscribers is 0.
+  subscriptions_.erase(sub.get());
+  loop_.ReleaseLater(sub);
+  hub_->Cancel(s, [] {});
+  SendOpenAiError(keep, FromOurError(503, "overloaded", "no subscriber may attach (--max-subscribers)", 1000),
+                  CorsHeaders());
+}
+
+void App::HandleModels(const http::Request&, http::Responder r) {
+  r.Send(200, "application/json", ModelListJson(model_name_, created_unix_s_), CorsHeaders());
+}
+
+void App::HandleModel(const http::Request&, http::Responder r) {
+  std::string id(r.Param("id"));
+  if (id != model_name_) {
+    OpenAiError e;
+    e.status = 404;
+    e.param = "model";
+    e.code = "model_not_found";
+    e.message = "the model '" + id + "' does not exist; this server serves '" + model_name_ + "'";
+    SendOpenAiError(r, e, CorsHeaders());
+    return;
+  }
+  r.Send(200, "application/json", ModelJson(model_name_, created_unix_s_), CorsHeaders());
+}
+
+}  // namespace tw::api

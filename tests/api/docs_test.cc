@@ -1,0 +1,52 @@
+// The flag documentation cannot drift from the program: docs/FLAGS.md holds
+// exactly what `tokenwire serve --help` prints (api::ServeHelp), and the
+// README names every flag.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "api/config.h"
+
+namespace tw::api {
+namespace {
+
+std::string ReadSourceFile(const std::string& relative) {
+  std::ifstream in(std::string(TW_SOURCE_DIR) + "/" + relative, std::ios::binary);
+  EXPECT_TRUE(in.good()) << relative;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::set<std::string> FlagNames(const std::string& text) {
+  std::set<std::string> names;
+  static const std::regex kFlag(R"((^|\s)(--[a-z][a-z0-9-]*))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kFlag); it != std::sregex_iterator(); ++it) {
+    names.insert((*it)[2].str());
+  }
+  return names;
+}
+
+TEST(DocsTest, FlagsDocIsExactlyTheHelpText) {
+  const std::string doc = ReadSourceFile("docs/FLAGS.md");
+  const size_t open = doc.find("```\n");
+  ASSERT_NE(open, std::string::npos) << "docs/FLAGS.md has no ``` block";
+  const size_t close = doc.find("```", open + 4);
+  ASSERT_NE(close, std::string::npos);
+  EXPECT_EQ(doc.substr(open + 4, close - open - 4), ServeHelp())
+      << "regenerate: build/tokenwire serve --help, into docs/FLAGS.md";
+}
+
+TEST(DocsTest, ReadmeNamesEveryFlag) {
+  const std::set<std::string> flags = FlagNames(ServeHelp());
+  ASSERT_GT(flags.size(), 20u);
+  const std::set<std::string> in_readme = FlagNames(ReadSourceFile("README.md"));
+  for (const std::string& f : flags) EXPECT_TRUE(in_readme.count(f)) << f << " is missing from README.md";
+}
+
+}  // namespace
+}  // namespace tw::api

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The page at GET / in headless Chromium, against one TokenWire instance
+# (mock backend, --lab for the emission log): over SSE (EventSource), over
+# SSE read by fetch() with a slow reader, and over WebSocket, each stream
+# dropped twice mid-way and resumed; then the Cancel button over SSE (DELETE)
+# and WebSocket (the cancel op). page_scenarios.mjs checks the ids the page
+# received (exactly 1..N) and its tokens against the emission log.
+# Needs build/tokenwire, node and chromium. Prints PASS/FAIL; exit 1 on FAIL.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+source tests/interop/lib.sh
+
+tw_start direct --backend mock --lab --mock-ttft-ms 50 --mock-tokens-per-s 50 --linger-ms 5000
+node tests/interop/browser/page_scenarios.mjs --base "http://127.0.0.1:$TW_PORT" --label "browser direct" \
+  'transport=sse&max_tokens=40&drop_after=5,20' \
+  'transport=sse&slow=1&slow_ms=50&max_tokens=40&drop_after=5,20' \
+  'transport=ws&max_tokens=40&drop_after=5,20' \
+  'transport=sse&max_tokens=200&drop_after=5&cancel_after=20' \
+  'transport=ws&max_tokens=200&drop_after=5&cancel_after=20'
