@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -22,11 +21,17 @@ std::string ReadSourceFile(const std::string& relative) {
   return ss.str();
 }
 
+// Every "--name" (lowercase letters, digits, dashes) that starts a word.
 std::set<std::string> FlagNames(const std::string& text) {
   std::set<std::string> names;
-  static const std::regex kFlag(R"((^|\s)(--[a-z][a-z0-9-]*))");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kFlag); it != std::sregex_iterator(); ++it) {
-    names.insert((*it)[2].str());
+  auto word_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  for (size_t i = 0; i + 2 < text.size(); ++i) {
+    const bool starts_word = i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n' || text[i - 1] == '`';
+    if (!starts_word || text[i] != '-' || text[i + 1] != '-' || !(text[i + 2] >= 'a' && text[i + 2] <= 'z')) continue;
+    size_t j = i + 2;
+    while (j < text.size() && word_char(text[j])) ++j;
+    names.insert(text.substr(i, j - i));
+    i = j;
   }
   return names;
 }
