@@ -30,14 +30,17 @@ class FakeBackend : public backend::Backend {
     streams[s->id()] = s;
     return true;
   }
+  // Like a real backend, the producer has exited by the time a cancel is
+  // counted: a test that sees Cancels() == 1 may rely on producer_exited().
   void Cancel(const std::string& id) override {
     std::shared_ptr<Stream> s;
     {
       std::lock_guard<std::mutex> lock(mu);
-      cancels[id]++;
       s = streams[id];
     }
     if (s) s->Finish(EventType::kDone, backend::DoneEventData("cancelled", 1, 0));
+    std::lock_guard<std::mutex> lock(mu);
+    cancels[id]++;
   }
   void SetPaused(const std::string& id, bool p) override {
     std::lock_guard<std::mutex> lock(mu);
