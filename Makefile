@@ -160,6 +160,8 @@ include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 interop:
 	bash tests/interop/run.sh
 
-# src/web/assets.cc embeds the page with .incbin, which -MMD cannot see:
-# rebuild that object when one of the page's files changes.
+# Files embedded with .incbin (common/embed.h), which -MMD cannot see: rebuild
+# the embedding object when one of them changes.
 $(BUILD)/obj/src/web/assets.o build/fuzz/obj/src/web/assets.o: $(wildcard src/web/page/*)
+$(BUILD)/obj/src/tokenizer/embedded.o build/fuzz/obj/src/tokenizer/embedded.o: \
+  src/tokenizer/data/encoder.json src/tokenizer/data/vocab.bpe

@@ -1,34 +1,12 @@
-// Embeds src/web/page/{index.html,page.js,page.css} with the assembler's
-// .incbin, as src/tokenizer/embedded.cc does for the tokenizer's data.
-//
-// The path is absolute, built from TW_SOURCE_DIR (the repository root, set by
-// the Makefile), so g++ and clang++ find the files wherever they are invoked.
-// Each blob gets a begin and an end label in its own read-only section;
-// .pushsection/.popsection leave the compiler's current section untouched.
-// Note: make's -MMD does not see .incbin inputs; the Makefile's interop block
-// adds the page's files as prerequisites of this object.
+// Embeds src/web/page/{index.html,page.js,page.css} (common/embed.h).
+// The Makefile lists the page's files as prerequisites of this object.
 #include "web/assets.h"
 
-#ifndef TW_SOURCE_DIR
-#error "TW_SOURCE_DIR (the repository root) must be defined by the build"
-#endif
+#include "common/embed.h"
 
-#define TW_WEB_EMBED(name, path)                  \
-  ".pushsection .rodata.tw_web,\"a\"\n"           \
-  ".balign 16\n"                                  \
-  ".globl " name "_begin\n"                       \
-  ".hidden " name "_begin\n"                      \
-  name "_begin:\n"                                \
-  ".incbin \"" TW_SOURCE_DIR "/" path "\"\n"      \
-  ".globl " name "_end\n"                         \
-  ".hidden " name "_end\n"                        \
-  name "_end:\n"                                  \
-  ".byte 0\n"                                     \
-  ".popsection\n"
-
-asm(TW_WEB_EMBED("tw_web_index_html", "src/web/page/index.html")
-        TW_WEB_EMBED("tw_web_page_js", "src/web/page/page.js")
-            TW_WEB_EMBED("tw_web_page_css", "src/web/page/page.css"));
+asm(TW_EMBED_FILE("tw_web_index_html", "src/web/page/index.html")
+        TW_EMBED_FILE("tw_web_page_js", "src/web/page/page.js")
+            TW_EMBED_FILE("tw_web_page_css", "src/web/page/page.css"));
 
 extern "C" {
 extern const char tw_web_index_html_begin[];
