@@ -2,39 +2,12 @@
 
 #include <algorithm>
 
+#include "http/parse_syntax.h"
+
 namespace tw::client {
-namespace {
 
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
-// RFC 9110 tchar.
-bool IsTokenChar(char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
+using http::EqualsIgnoreCase;
+using http::HexValue;
 
 const std::string* ResponseHead::Find(std::string_view name) const {
   for (const auto& [n, v] : headers) {
@@ -106,9 +79,9 @@ Status ResponseParser::ParseHead(std::string_view head) {
     }
     std::string_view name = line.substr(0, colon);
     for (char c : name) {
-      if (!IsTokenChar(c)) return Fail("invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
+      if (!http::IsTchar(static_cast<unsigned char>(c))) return Fail("invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
     }
-    std::string_view value = TrimOws(line.substr(colon + 1));
+    std::string_view value = http::TrimWhitespace(line.substr(colon + 1));
     for (char c : value) {
       unsigned char u = static_cast<unsigned char>(c);
       if ((u < 0x20 && u != '\t') || u == 0x7f) {
@@ -133,7 +106,7 @@ Status ResponseParser::ChooseFraming() {
       std::string_view v = value;
       while (!v.empty()) {
         size_t comma = v.find(',');
-        if (EqualsIgnoreCase(TrimOws(v.substr(0, comma)), "close")) connection_close_ = true;
+        if (EqualsIgnoreCase(http::TrimWhitespace(v.substr(0, comma)), "close")) connection_close_ = true;
         v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
       }
     } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
@@ -178,15 +151,15 @@ Status ResponseParser::ChooseFraming() {
 Status ResponseParser::ParseChunkSizeLine(std::string_view line) {
   size_t i = 0;
   uint64_t size = 0;
-  while (i < line.size() && HexValue(line[i]) >= 0) {
+  while (i < line.size() && HexValue(static_cast<unsigned char>(line[i])) >= 0) {
     if (size > (UINT64_MAX >> 4)) return Fail("chunk size overflows");
-    size = (size << 4) | static_cast<uint64_t>(HexValue(line[i]));
+    size = (size << 4) | static_cast<uint64_t>(HexValue(static_cast<unsigned char>(line[i])));
     i++;
   }
   if (i == 0) return Fail("chunk size is not hex: \"" + std::string(line.substr(0, 32)) + "\"");
   // chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ): checked loosely
   // (a ';' must come first); our server never sends extensions.
-  std::string_view ext = TrimOws(line.substr(i));
+  std::string_view ext = http::TrimWhitespace(line.substr(i));
   if (!ext.empty() && ext.front() != ';') {
     return Fail("junk after chunk size: \"" + std::string(line.substr(0, 32)) + "\"");
   }

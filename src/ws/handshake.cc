@@ -1,27 +1,14 @@
 #include "ws/handshake.h"
 
+#include "http/parse_syntax.h"
 #include "ws/base64.h"
 #include "ws/sha1.h"
 
 namespace tw::ws {
 
+using http::EqualsIgnoreCase;
+
 namespace {
-
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 HandshakeResult Refuse(int status, std::string type, std::string message) {
   HandshakeResult r;
@@ -37,7 +24,7 @@ HandshakeResult Refuse(int status, std::string type, std::string message) {
 bool HeaderHasToken(std::string_view value, std::string_view token) {
   while (true) {
     size_t comma = value.find(',');
-    if (EqualsIgnoreCase(TrimOws(value.substr(0, comma)), token)) return true;
+    if (EqualsIgnoreCase(http::TrimWhitespace(value.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) return false;
     value.remove_prefix(comma + 1);
   }
@@ -65,7 +52,7 @@ HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions&
                   "WebSocket handshake: the Connection header lacks the \"Upgrade\" token");
   }
   std::string_view version = req.Header("Sec-WebSocket-Version");
-  if (TrimOws(version) != "13") {
+  if (http::TrimWhitespace(version) != "13") {
     HandshakeResult r = Refuse(426, "invalid_request",
                                "WebSocket handshake: Sec-WebSocket-Version must be 13, got '" +
                                    std::string(version) + "'");
@@ -77,7 +64,7 @@ HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions&
                   "WebSocket handshake: expected exactly one Sec-WebSocket-Key header, got " +
                       std::to_string(keys));
   }
-  std::string_view key = TrimOws(req.Header("Sec-WebSocket-Key"));
+  std::string_view key = http::TrimWhitespace(req.Header("Sec-WebSocket-Key"));
   std::string decoded;
   size_t bad = 0;
   if (!Base64Decode(key, &decoded, &bad)) {
@@ -91,7 +78,7 @@ HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions&
                       std::to_string(decoded.size()));
   }
   if (!options.allowed_origins.empty() && req.HasHeader("Origin")) {
-    std::string_view origin = TrimOws(req.Header("Origin"));
+    std::string_view origin = http::TrimWhitespace(req.Header("Origin"));
     bool allowed = false;
     for (const std::string& o : options.allowed_origins) {
       if (EqualsIgnoreCase(o, origin)) allowed = true;

@@ -15,6 +15,7 @@
 
 #include "api/completions.h"
 #include "api/generation_request.h"
+#include "fuzz/embedded_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -24,21 +25,12 @@ namespace {
   std::abort();
 }
 
-const tw::tokenizer::Tokenizer& Shared() {
-  static const tw::tokenizer::Tokenizer t = [] {
-    tw::tokenizer::Tokenizer loaded;
-    if (!tw::tokenizer::Tokenizer::LoadEmbedded(&loaded).ok()) Fail("LoadEmbedded failed");
-    return loaded;
-  }();
-  return t;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tw::api;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  const tw::tokenizer::Tokenizer& tok = Shared();
+  const tw::tokenizer::Tokenizer& tok = tw::fuzz::EmbeddedTokenizer();
   RequestBounds bounds;
   bounds.vocab_size = static_cast<int>(tok.vocab_size());
 

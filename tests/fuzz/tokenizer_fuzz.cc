@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/embedded_tokenizer.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -33,21 +34,13 @@ bool Valid(std::string_view s) {
   return true;
 }
 
-const tw::tokenizer::Tokenizer& Shared() {
-  static const tw::tokenizer::Tokenizer t = [] {
-    tw::tokenizer::Tokenizer loaded;
-    if (!tw::tokenizer::Tokenizer::LoadEmbedded(&loaded).ok()) Fail("LoadEmbedded failed");
-    return loaded;
-  }();
-  return t;
-}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tw::tokenizer;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const Tokenizer& t = Shared();
+  const Tokenizer& t = tw::fuzz::EmbeddedTokenizer();
 
   for (bool special : {false, true}) {
     const std::vector<TokenId> ids = special ? t.EncodeWithSpecial(text) : t.Encode(text);
