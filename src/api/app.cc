@@ -210,6 +210,8 @@ Status App::Init(bool watch_signals) {
   ho.stream_limits.resume_window_events = static_cast<size_t>(config_.resume_window_events);
   ho.stream_limits.max_subscribers = static_cast<size_t>(config_.max_subscribers);
   ho.stream_limits.lab_pad_bytes = static_cast<size_t>(config_.lab_pad_bytes);  // 0 unless --lab
+  ho.lab_unbounded_max_events = static_cast<size_t>(config_.lab_unbounded_max_events);
+  ho.lab_unbounded_max_bytes = static_cast<size_t>(config_.lab_unbounded_max_bytes);
   ho.stream_limits.metrics = {m_ttft_, m_itl_, m_tokens_generated_};
   ho.cancel_latency_seconds = m_cancel_;
   hub_ = std::make_unique<stream::StreamHub>(&loop_, backend_.get(), ho);

@@ -66,6 +66,10 @@ const IntFlag kIntFlags[] = {
     {"--mock-ttft-ms", &Config::mock_ttft_ms, 0, 3600000, "mock backend: time to first token"},
     {"--lab-pad-bytes", &Config::lab_pad_bytes, 0, 65536,
      "lab (needs --lab): pad every token event with N bytes (field \"pad\") for the bench"},
+    {"--lab-unbounded-max-events", &Config::lab_unbounded_max_events, 1, int64_t{1} << 30,
+     "lab policy unbounded: events one stream may hold for a slow reader (a safety cap)"},
+    {"--lab-unbounded-max-bytes", &Config::lab_unbounded_max_bytes, 1024, int64_t{16} << 30,
+     "lab policy unbounded: event bytes one stream may hold for a slow reader (a safety cap)"},
 };
 
 bool ParseInt(std::string_view s, int64_t* out) {

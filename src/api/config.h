@@ -27,6 +27,8 @@ struct Config {
   std::string instance_tag;     // --instance-tag: put into stream ids (routing)
   bool lab = false;             // --lab: lab endpoints (emission log), lab policies
   int64_t lab_pad_bytes = 0;    // --lab-pad-bytes: padding in every token event (needs --lab)
+  int64_t lab_unbounded_max_events = int64_t{1} << 20;  // --lab-unbounded-max-events: safety cap per stream
+  int64_t lab_unbounded_max_bytes = int64_t{256} << 20;  // --lab-unbounded-max-bytes: safety cap per stream
   // Policies.
   std::string policy = "drop_slow";
   int64_t subscriber_lag_events = 256;  // --subscriber-lag

@@ -289,6 +289,31 @@ TEST(LabHttp, UnboundedHoldsTheStalledClientsEventsWhereDropSlowDetaches) {
   }
 }
 
+// The unbounded policy's safety cap, set by its flag: past 30 held events the
+// oldest go, and the stalled client whose cursor they held is detached.
+TEST(LabHttp, UnboundedStopsAtItsEventCap) {
+  std::vector<std::string> flags = LabServer("unbounded");
+  flags.insert(flags.end(), {"--lab-unbounded-max-events", "30"});
+  AppServer srv(flags);
+  std::string slow_id;
+  auto slow = StalledClient(srv.port(), &slow_id);
+  HealthyRead healthy;
+  std::thread t = HealthyClient(srv.port(), &healthy);
+  t.join();
+  EXPECT_EQ(healthy.tokens.load(), 100);
+  json::Value st;
+  ASSERT_TRUE(WaitFor([&] {
+    st = srv.CallJson("GET", "/v1/streams/" + slow_id);
+    return st.Find("state")->as_string() == "finished";
+  }));
+  const int64_t held = st.Find("last_event_id")->as_int() - st.Find("oldest_available")->as_int() + 1;
+  EXPECT_LE(held, 30);
+  EXPECT_EQ(st.Find("subscribers")->as_int(), 0);
+  std::string metrics = srv.Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("\ntokenwire_slow_client_detaches_total 1\n"), std::string::npos);
+  slow->http().Close();
+}
+
 TEST(LabPolicyFlags, NaiveNeedsTheCpuEngine) {
   api::Config cfg;
   Status s = ParseFlags({"--lab", "--policy", "naive", "--backend", "mock"}, &cfg);
