@@ -177,6 +177,7 @@ Status App::Init(bool watch_signals) {
     engine::EngineOptions eo;
     eo.model_name = name;
     eo.max_batch = static_cast<int>(config_.max_batch);
+    eo.prefill_batch_tokens = static_cast<int>(config_.prefill_batch_tokens);
     eo.num_kv_blocks = static_cast<int>(config_.kv_blocks);
     eo.block_size_tokens = static_cast<int>(config_.block_size);
     eo.max_waiting = static_cast<int>(config_.max_waiting);

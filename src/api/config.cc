@@ -30,6 +30,8 @@ const IntFlag kIntFlags[] = {
      "a finished stream stays resumable for this long"},
     {"--drain-ms", &Config::drain_ms, 0, 3600000, "SIGTERM: exit within this"},
     {"--max-batch", &Config::max_batch, 1, 4096, "sequences decoded together (engine)"},
+    {"--prefill-batch-tokens", &Config::prefill_batch_tokens, 1, 256,
+     "prompt tokens prefilled together in one pass (engine)"},
     {"--kv-blocks", &Config::kv_blocks, 0, 1 << 24, "KV cache blocks (0 = max-batch full contexts)"},
     {"--block-size", &Config::block_size, 1, 1024, "tokens per KV block"},
     {"--max-waiting", &Config::max_waiting, 0, 1 << 20,

@@ -39,6 +39,7 @@ struct Config {
   int64_t drain_ms = 10000;
   // Engine.
   int64_t max_batch = 32;
+  int64_t prefill_batch_tokens = 64;  // prompts admitted together share passes of up to this many tokens
   int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
   int64_t block_size = 16;
   int64_t max_waiting = 64;

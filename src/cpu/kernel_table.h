@@ -21,10 +21,11 @@ struct KernelTable {
   void (*gelu)(float* x, size_t n);
   void (*add)(const float* a, const float* b, float* out, size_t n);
   void (*softmax)(float* x, int n);
+  float (*max_value)(const float* x, int n);
   void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
                  float* out);
   int tile_rows;    // MR: rows per register tile
-  int tile_panels;  // NP: panels per register tile
+  int tile_panels;  // a multiple of every register-tile shape's panels (column split unit)
 };
 
 const KernelTable& ScalarTable();

@@ -75,6 +75,9 @@ void Add(const float* a, const float* b, float* out, size_t n);
 // x = softmax(x), n >= 1 floats, in place (max-subtracted).
 void Softmax(float* x, int n);
 
+// The largest non-NaN value of x[0..n) (n >= 0), -infinity if there is none.
+float MaxValue(const float* x, int n);
+
 // Where one (layer, head) of one sequence lives in the paged KV pool:
 // token j's key is at pool + block_table[j / block_size] * block_stride
 //                            + k_offset + (j % block_size) * head_dim,

@@ -23,6 +23,8 @@ struct V {
   static constexpr int W = 8;
   static constexpr int MR = 6;  // 6 rows x 2 vectors = 12 accumulators of 16 ymm
   static constexpr int NP = 1;
+  static constexpr int MR2 = MR;  // one shape at this level
+  static constexpr int NP2 = NP;
   static T Zero() { return _mm256_setzero_ps(); }
   static T Set1(float f) { return _mm256_set1_ps(f); }
   static T Load(const float* p) { return _mm256_loadu_ps(p); }

@@ -30,6 +30,8 @@ struct V {
   static constexpr int W = 16;
   static constexpr int MR = 12;  // 12 rows x 2 panels = 24 accumulators of 32 zmm
   static constexpr int NP = 2;
+  static constexpr int MR2 = 8;  // 8 rows x 3 panels: also 24 accumulators
+  static constexpr int NP2 = 3;
   static T Zero() { return _mm512_setzero_ps(); }
   static T Set1(float f) { return _mm512_set1_ps(f); }
   static T Load(const float* p) { return _mm512_loadu_ps(p); }

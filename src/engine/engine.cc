@@ -106,7 +106,8 @@ Status Engine::Create(std::shared_ptr<const model::Gpt2Model> model,
                                          kStepBuckets);
     e->m_.batch_size = r->AddHistogram("engine_batch_size", "Sequences in one batched decode.",
                                        BatchBuckets(o.max_batch));
-    e->m_.prefill_seconds = r->AddHistogram("engine_prefill_seconds", "Time of one prompt's prefill.",
+    e->m_.prefill_seconds = r->AddHistogram("engine_prefill_seconds",
+                                            "Time of one prefill pass (one prompt, or several sharing the pass).",
                                             kStepBuckets);
     e->m_.queue_wait_seconds = r->AddHistogram(
         "request_queue_time_seconds", "Time from arrival to admission (KV blocks reserved).", kWaitBuckets);
@@ -256,6 +257,7 @@ void Engine::WriteStats(json::Writer* w) const {
   field("queue_timeouts", static_cast<int64_t>(s.queue_timeouts));
   field("refused", static_cast<int64_t>(s.refused));
   field("steps", static_cast<int64_t>(s.steps));
+  field("prefill_passes", static_cast<int64_t>(s.prefill_passes));
   field("tokens_generated", static_cast<int64_t>(s.tokens_generated));
   field("reader_waits", static_cast<int64_t>(s.reader_waits));
   field("max_batch", options_.max_batch);
@@ -349,31 +351,73 @@ void Engine::ExpireWaiting(stream::Clock::time_point now) {
 }
 
 void Engine::Admit() {
+  // Admission first (strict arrival order, as many as fit), then the
+  // admitted prompts' prefills in passes of up to prefill_batch_tokens
+  // tokens, in the same order.
+  std::vector<Sequence*> admitted;
+  int live = 0;
+  for (auto& r : running_) live += r->done ? 0 : 1;
   for (auto& p : waiting_) {
     if (!p || p->done || p->paused) continue;
-    int live = 0;
-    for (auto& r : running_) live += r->done ? 0 : 1;
     if (live >= options_.max_batch) break;
     Sequence& s = *p;
     if (!alloc_->Alloc(s.blocks_needed, &s.kv.block_table)) break;  // strict arrival order
     s.admitted = true;
+    live++;
     {
       std::lock_guard<std::mutex> lock(mu_);
       pending_waiting_--;
     }
     counters_.admitted++;
     if (m_.queue_wait_seconds) m_.queue_wait_seconds->Observe(SecondsSince(s.request.arrival));
+    admitted.push_back(&s);
     running_.push_back(std::move(p));  // leaves a null in waiting_, removed by Compact()
-    auto t0 = stream::Clock::now();
-    Status st = forward_->Prefill(&s.kv, s.model_prompt.data(), static_cast<int>(s.model_prompt.size()),
-                                  logits_.data());
-    if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
-    if (!st.ok()) {
-      Retire(s, stream::EventType::kError, backend::ErrorEventData("internal", "prefill: " + st.message(), false));
-      continue;
-    }
-    EmitToken(s, logits_.data());  // first token: out as soon as this prefill ends
   }
+  const int budget = std::max(1, std::min(options_.prefill_batch_tokens, options_.max_prefill_chunk_tokens));
+  for (size_t i = 0; i < admitted.size();) {
+    size_t j = i;
+    int tokens = 0;
+    while (j < admitted.size() && (j == i || tokens + PromptLen(*admitted[j]) <= budget)) {
+      tokens += PromptLen(*admitted[j]);
+      j++;
+    }
+    Prefill(admitted.data() + i, static_cast<int>(j - i));
+    i = j;
+  }
+}
+
+int Engine::PromptLen(const Sequence& s) { return static_cast<int>(s.model_prompt.size()); }
+
+void Engine::Prefill(Sequence* const* group, int n) {
+  const size_t V = static_cast<size_t>(model_->config().vocab_size);
+  auto t0 = stream::Clock::now();
+  Status st = Status::Ok();
+  if (n == 1) {
+    st = forward_->Prefill(&group[0]->kv, group[0]->model_prompt.data(), PromptLen(*group[0]), logits_.data());
+  } else {
+    std::vector<model::SeqState*> states;
+    std::vector<const int32_t*> tokens;
+    std::vector<int> lens;
+    for (int i = 0; i < n; i++) {
+      states.push_back(&group[i]->kv);
+      tokens.push_back(group[i]->model_prompt.data());
+      lens.push_back(PromptLen(*group[i]));
+    }
+    st = forward_->PrefillBatch(states.data(), tokens.data(), lens.data(), n, logits_.data());
+    if (!st.ok()) {
+      // Nothing changed: prefill them one by one, so that only a bad prompt fails.
+      for (int i = 0; i < n; i++) Prefill(group + i, 1);
+      return;
+    }
+  }
+  if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
+  counters_.prefill_passes++;
+  if (!st.ok()) {
+    Retire(*group[0], stream::EventType::kError, backend::ErrorEventData("internal", "prefill: " + st.message(), false));
+    return;
+  }
+  // First tokens: out as soon as this pass ends, before the next pass.
+  for (int i = 0; i < n; i++) EmitToken(*group[i], logits_.data() + i * V);
 }
 
 void Engine::Decode() {

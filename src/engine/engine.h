@@ -13,9 +13,12 @@
 //      sequence may ever need (prompt + max_new_tokens - 1 positions), so an
 //      admitted sequence never runs out of blocks; a paused waiting request is
 //      skipped (not admitted, not blocking the others), the first one that
-//      does not fit stops admission (no overtaking). Each admitted prompt is
-//      prefilled on its own and its first token is appended to its stream as
-//      soon as that prefill ends, before the next prompt's prefill;
+//      does not fit stops admission (no overtaking). The admitted prompts are
+//      then prefilled in arrival order, several in one pass while their
+//      tokens fit prefill_batch_tokens (Gpt2Forward::PrefillBatch: one read
+//      of the weights for all of them; a longer prompt runs alone, chunked),
+//      and each pass's first tokens are appended to their streams as soon as
+//      that pass ends, before the next pass and before the decode;
 //   3. runs ONE batched decode (Gpt2Forward::DecodeBatch) over every running,
 //      unpaused sequence;
 //   4. appends token events and finishes sequences (done with finish_reason
@@ -45,7 +48,7 @@
 // error: counted (stats().double_releases) and logged to stderr.
 //
 // Metrics (when EngineOptions::metrics is set; names get the tokenwire_
-// prefix): engine_step_seconds, engine_batch_size, engine_prefill_seconds,
+// prefix): engine_step_seconds, engine_batch_size, engine_prefill_seconds (per pass),
 // request_queue_time_seconds (arrival to admission, vLLM's definition)
 // histograms; kv_blocks_used, kv_blocks_free, engine_running, engine_waiting
 // gauges; kv_double_releases_total. TTFT, inter-token latency and tokens
@@ -103,6 +106,7 @@ struct EngineOptions {
   int max_waiting = 64;             // requests queued for a slot; Submit refuses beyond
   int threads = 1;                  // compute threads (the engine thread included)
   int max_prefill_chunk_tokens = 256;
+  int prefill_batch_tokens = 64;    // prompts admitted together are prefilled in passes of up to this many tokens
   int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
   int eos_token_id = -1;            // -1 = the model config's eos_token_id
   uint64_t unseeded_base = 0x7477656e67696e65ull;  // seeds of requests without has_seed
@@ -123,6 +127,7 @@ struct EngineStats {
   uint64_t releases = 0;        // block releases (one per admitted sequence)
   uint64_t double_releases = 0; // detected second releases (must stay 0)
   uint64_t steps = 0;
+  uint64_t prefill_passes = 0;  // forward passes that prefilled prompts (several may share one)
   uint64_t tokens_generated = 0;
   uint64_t queue_timeouts = 0;
   uint64_t refused = 0;         // Submit refusals (overloaded, too long)
@@ -184,6 +189,10 @@ class Engine : public backend::Backend {
   void Apply(Command& c);
   void ExpireWaiting(stream::Clock::time_point now);
   void Admit();
+  // Prefills `n` admitted sequences in one pass (n == 1: Gpt2Forward::Prefill,
+  // which chunks long prompts) and appends their first tokens.
+  void Prefill(Sequence* const* group, int n);
+  static int PromptLen(const Sequence& s);
   void Decode();
   // Samples from `logits`, appends the token event, and finishes the
   // sequence if this token ends it (returns true then).

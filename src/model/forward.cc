@@ -14,6 +14,9 @@ std::string Str(long long v) { return std::to_string(v); }
 // Attention passes reading fewer K/V floats than this run on the calling
 // thread (waking the pool would cost more than it saves).
 constexpr size_t kMinParallelAttentionFloats = 64 * 1024;
+// Attention tasks per pool thread to aim for: enough for balance (rows have
+// different lengths), few enough that claiming them costs little.
+constexpr int kAttentionTasksPerThread = 8;
 
 }  // namespace
 
@@ -87,6 +90,7 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   }
   f->row_seq_.assign(R, nullptr);
   f->row_pos_.assign(R, 0);
+  f->prefill_tokens_.assign(R, 0);
   *out = std::move(f);
   return Status::Ok();
 }
@@ -141,6 +145,63 @@ Status Gpt2Forward::Prefill(SeqState* seq, const int32_t* tokens, int n, float* 
       }
     }
   }
+  return Status::Ok();
+}
+
+Status Gpt2Forward::PrefillBatch(SeqState* const* seqs, const int32_t* const* tokens, const int* n,
+                                 int B, float* last_logits) {
+  if (!seqs || !tokens || !n || !last_logits || B < 1) {
+    return Status::Error("PrefillBatch: need B >= 1 sequences, got B=" + Str(B) + " (or null arguments)");
+  }
+  const int budget = std::min(max_rows_, limits_.max_prefill_chunk_tokens);
+  long long total = 0;
+  for (int b = 0; b < B; ++b) {
+    if (!seqs[b] || !tokens[b] || n[b] < 1) {
+      return Status::Error("PrefillBatch: sequence " + Str(b) + " needs n >= 1 tokens, got n=" + Str(n[b]));
+    }
+    if (Status s = CheckSeq(*seqs[b], n[b], "PrefillBatch"); !s.ok()) {
+      return Status::Error(s.message() + " (sequence " + Str(b) + ")");
+    }
+    for (int i = 0; i < n[b]; ++i) {
+      if (tokens[b][i] < 0 || tokens[b][i] >= cfg_.vocab_size) {
+        return Status::Error("PrefillBatch: token " + Str(i) + " of sequence " + Str(b) + " = " +
+                             Str(tokens[b][i]) + " is outside [0, " + Str(cfg_.vocab_size) + ")");
+      }
+    }
+    for (int a = 0; a < b; ++a) {
+      if (seqs[a] == seqs[b]) {
+        return Status::Error("PrefillBatch: sequences " + Str(a) + " and " + Str(b) + " are the same");
+      }
+    }
+    total += n[b];
+  }
+  if (total > budget) {
+    return Status::Error("PrefillBatch: " + Str(total) + " prompt tokens exceed the pass limit of " +
+                         Str(budget) + " (max_prefill_chunk_tokens)");
+  }
+  const int rows = static_cast<int>(total);
+  int r = 0;
+  for (int b = 0; b < B; ++b) {
+    for (int i = 0; i < n[b]; ++i, ++r) {
+      row_seq_[r] = seqs[b];
+      row_pos_[r] = seqs[b]->length + i;
+      prefill_tokens_[r] = tokens[b][i];
+    }
+  }
+  RunRows(rows, prefill_tokens_.data());
+  // Gather each sequence's last row to the front of x_ (row b <= its last
+  // row, so moving in order never overwrites a row still to be read).
+  const int C = cfg_.n_embd;
+  r = 0;
+  for (int b = 0; b < B; ++b) {
+    r += n[b];
+    seqs[b]->length += n[b];
+    if (r - 1 != b) {
+      std::memmove(x_.get() + static_cast<size_t>(b) * C, x_.get() + static_cast<size_t>(r - 1) * C,
+                   sizeof(float) * C);
+    }
+  }
+  Logits(0, B, last_logits);
   return Status::Ok();
 }
 
@@ -211,9 +272,14 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       }
     }
 
-    // Attention: one task per (row, head); row r sees positions [0, pos_r].
-    auto attend = [&](int task, int worker) {
-      const int r = task / H, h = task % H;
+    // Attention: (row, head) pairs, row-major, `per_task` heads of one row
+    // per pool task (whole rows when there are enough of them: fewer claims,
+    // and a row's heads sit side by side in each of its blocks); row r sees
+    // positions [0, pos_r].
+    const int threads = pool_ ? pool_->threads() : 1;
+    const int per_task = std::max(1, std::min(H, rows * H / (threads * kAttentionTasksPerThread)));
+    const int tasks_per_row = (H + per_task - 1) / per_task;
+    auto attend_one = [&](int r, int h, int worker) {
       cpu::PagedKvHead kvh;
       kvh.pool = kv_->data();
       kvh.block_table = row_seq_[r]->block_table.data();
@@ -226,10 +292,32 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       float* scores = scores_.get() + static_cast<size_t>(worker) * cfg_.n_ctx;  // (n_ctx)
       cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, att + static_cast<size_t>(r) * C + h * hd);
     };
+    // Attend prefetches a head's later blocks itself; its first block would
+    // start cold, so the next head's first keys and values are requested
+    // while this head runs.
+    auto prefetch_first_block = [&](int r, int h) {
+      const float* block = kv_->block(row_seq_[r]->block_table[0]);
+      const int n = std::min(row_pos_[r] + 1, bs) * hd;
+      const float* k = block + kv_->Offset(l, 0, h);
+      const float* v = block + kv_->Offset(l, 1, h);
+      for (int f = 0; f < n; f += 16) {
+        __builtin_prefetch(k + f, 0, 3);
+        __builtin_prefetch(v + f, 0, 3);
+      }
+    };
+    auto attend = [&](int task, int worker) {
+      const int r = task / tasks_per_row, h0 = task % tasks_per_row * per_task;
+      const int h1 = std::min(H, h0 + per_task);
+      for (int h = h0; h < h1; ++h) {
+        if (h + 1 < h1) prefetch_first_block(r, h + 1);
+        attend_one(r, h, worker);
+      }
+    };
+    const int tasks = rows * tasks_per_row;
     size_t work = 0;  // floats of K and V this pass reads
     for (int r = 0; r < rows; ++r) work += static_cast<size_t>(row_pos_[r] + 1) * 2 * C;
-    if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(rows * H, attend);
-    else for (int t = 0; t < rows * H; ++t) attend(t, 0);
+    if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(tasks, attend);
+    else for (int t = 0; t < tasks; ++t) attend(t, 0);
 
     cpu::Matmul(pool_, att, rows, pl.attn_proj, lw.attn_proj_b, x, /*accumulate=*/true);
 

@@ -60,6 +60,16 @@ class Gpt2Forward {
   Status Prefill(SeqState* seq, const int32_t* tokens, int n, float* last_logits,
                  float* all_logits = nullptr);
 
+  // Prefills B distinct sequences in one pass: their prompt rows run side by
+  // side through every matmul (one read of the weights for all of them).
+  // Appends tokens[b][0..n[b]) to seqs[b] (n[b] >= 1, block tables as for
+  // Prefill) and writes its last position's logits to last_logits + b * V.
+  // The total of n[b] must be <= max_prefill_chunk_tokens (use Prefill for a
+  // longer prompt). Each sequence's logits are bitwise equal to its own
+  // Prefill's. On error no sequence is changed.
+  Status PrefillBatch(SeqState* const* seqs, const int32_t* const* tokens, const int* n, int B,
+                      float* last_logits);
+
   // One step for B sequences (1 <= B <= max_batch, all distinct): appends
   // tokens[b] to seqs[b] and writes that position's logits to
   // logits + b * V. On error no sequence is changed.
@@ -108,6 +118,7 @@ class Gpt2Forward {
   cpu::AlignedFloats scores_;  // (threads, n_ctx) attention scores per worker
   std::vector<const SeqState*> row_seq_;  // (R) which sequence each row belongs to
   std::vector<int> row_pos_;              // (R) the row's position in its sequence
+  std::vector<int32_t> prefill_tokens_;   // (R) PrefillBatch's prompts, side by side
 };
 
 }  // namespace tw::model

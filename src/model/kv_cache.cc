@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <cstring>
 #include <string>
 
 namespace tw::model {
@@ -29,6 +30,11 @@ Status KvPool::Create(const Gpt2Config& model, const KvCacheConfig& cfg,
     return Status::Error("KvPool: cannot allocate " + std::to_string(total * sizeof(float)) +
                          " bytes for " + std::to_string(cfg.num_blocks) + " blocks");
   }
+  // Touch every page now: the pool is committed at start-up (an overcommitted
+  // host fails here, not mid-stream), and a step never pays the page faults
+  // of blocks used for the first time (measured: a decode step of 32
+  // sequences that all crossed into fresh blocks took ~160 ms instead of ~37).
+  std::memset(p->data_.get(), 0, total * sizeof(float));
   *out = std::move(p);
   return Status::Ok();
 }

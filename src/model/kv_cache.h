@@ -10,7 +10,8 @@
 // t % block_size.
 //
 // Bounds: the pool holds num_blocks * block_size tokens in all; its size is
-// num_blocks * FloatsPerBlock() * 4 bytes, allocated once in Create(); the
+// num_blocks * FloatsPerBlock() * 4 bytes, allocated and zero-filled (every page
+// committed) once in Create(); the
 // block count is the admission bound for the engine.
 // Threading: KvPool's memory is written only by the forward pass (one thread
 // drives it); BlockAllocator is not thread-safe (the engine thread owns it).

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "cpu/kernels.h"
 
 namespace tw::model {
 
@@ -43,17 +46,38 @@ uint64_t Rng::Next() {
 
 float Rng::Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f); }
 
+// Argmax handles up to this many values with its blocked vector scan (the
+// per-block maxima live on the stack); longer inputs take a plain scan.
+constexpr int kMaxArgmaxValues = 1 << 20;
+
 int32_t Argmax(const float* logits, int n) {
-  int32_t best = 0;
-  bool found = false;
-  for (int i = 0; i < n; ++i) {
-    if (std::isnan(logits[i])) continue;
-    if (!found || logits[i] > logits[best]) {  // strict: earlier index wins ties
-      best = i;
-      found = true;
+  // Blocks of kBlock values: the largest value with the vector kernel, then
+  // the first block holding it, then its first index there (the earliest
+  // index wins ties; a NaN is never chosen).
+  constexpr int kBlock = 256;
+  float block_max[(kMaxArgmaxValues + kBlock - 1) / kBlock];
+  const int blocks = (std::min(n, kMaxArgmaxValues) + kBlock - 1) / kBlock;
+  if (n > kMaxArgmaxValues) {  // never for a real vocabulary; a plain scan
+    int32_t best = -1;
+    for (int i = 0; i < n; ++i) {
+      if (!std::isnan(logits[i]) && (best < 0 || logits[i] > logits[best])) best = i;
+    }
+    return best < 0 ? 0 : best;
+  }
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int b = 0; b < blocks; ++b) {
+    const int begin = b * kBlock;
+    block_max[b] = cpu::MaxValue(logits + begin, std::min(kBlock, n - begin));
+    mx = std::max(mx, block_max[b]);
+  }
+  for (int b = 0; b < blocks; ++b) {
+    if (block_max[b] != mx) continue;
+    const int end = std::min(n, (b + 1) * kBlock);
+    for (int i = b * kBlock; i < end; ++i) {
+      if (logits[i] == mx) return i;
     }
   }
-  return best;
+  return 0;  // every value NaN
 }
 
 Sampler::Sampler(int vocab_size)

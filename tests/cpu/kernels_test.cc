@@ -86,6 +86,13 @@ TEST_P(KernelsTest, MatmulMatchesNaive) {
       {1, 7, 5, true, false},     {2, 64, 192, true, false}, {5, 300, 50, false, false},
       {13, 33, 47, true, true},   {31, 64, 64, true, true},  {1, 520, 1000, false, false},
       {25, 256, 96, true, false}, {12, 17, 32, false, true},  {30, 600, 40, true, true},
+      // Both register-tile shapes (AVX-512: 12x2 for 12, 24, 36 rows; 8x3 for
+      // 32), column ranges that end inside a group of panels (70 = 5 panels,
+      // 200 = 13), and a ragged last panel.
+      {24, 40, 70, true, false},  {32, 96, 200, true, true}, {36, 50, 70, false, false},
+      {32, 64, 1000, true, false},
+      // Enough panels for the guided column split (big ranges + small tail).
+      {3, 64, 2000, true, false}, {9, 32, 4100, false, true},
   };
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
     for (const MatmulCase& c : cases) {
@@ -115,6 +122,30 @@ TEST_P(KernelsTest, MatmulMatchesNaive) {
         }
       }
     }
+  }
+}
+
+// Each output row is the same FMA chain whatever the number of rows, so the
+// register-tile shape chosen for a row count never changes a bit: rows of a
+// 1-row matmul equal the same rows in 8-, 12-, 24-, 32- and 37-row ones.
+TEST_P(KernelsTest, MatmulRowsAreBitwiseIndependentOfTheRowCount) {
+  ThreadPool pool2(2);
+  const int K = 96, N = 200;
+  std::vector<float> x = Random(static_cast<size_t>(37) * K, &gen_);
+  std::vector<float> w = Random(static_cast<size_t>(K) * N, &gen_);
+  std::vector<float> b = Random(N, &gen_);
+  std::vector<float> packed(PackedWeightFloats(K, N));
+  PackWeight(w.data(), K, N, packed.data());
+  const PackedWeight pw{packed.data(), K, N};
+  std::vector<float> one(static_cast<size_t>(37) * N);
+  for (int r = 0; r < 37; ++r) {
+    Matmul(nullptr, x.data() + static_cast<size_t>(r) * K, 1, pw, b.data(), one.data() + static_cast<size_t>(r) * N,
+           false);
+  }
+  for (int rows : {8, 12, 24, 32, 37}) {
+    std::vector<float> y(static_cast<size_t>(rows) * N);
+    Matmul(&pool2, x.data(), rows, pw, b.data(), y.data(), false);
+    EXPECT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float))) << rows << " rows";
   }
 }
 

@@ -355,6 +355,49 @@ TEST(Engine, BlockLimitedAdmissionInArrivalOrder) {
   ExpectClean(*e);
 }
 
+// Prompts admitted in the same step share prefill passes of up to
+// prefill_batch_tokens tokens, in arrival order; a longer prompt runs alone.
+// Six requests wait for blocks held by a paused one; cancelling it admits all
+// six in one step: [5, 5] (the 20-token prompt would overflow 16), [20],
+// [5, 5, 5]. Every stream equals its solo run.
+TEST(Engine, PromptsAdmittedTogetherShareBoundedPrefillPasses) {
+  EngineOptions o;
+  o.block_size_tokens = 16;
+  o.num_kv_blocks = 8;
+  o.prefill_batch_tokens = 16;
+  auto e = MakeEngine(o);
+  backend::GenerationRequest hold = MakeRequest(20, false);
+  hold.prompt_tokens.resize(1);
+  hold.max_new_tokens = 120;  // 120 positions: all 8 blocks
+  ASSERT_EQ(e->BlocksNeeded(1, 120), 8);
+  auto H = NewStream("hold");
+  ASSERT_TRUE(e->Submit(H, hold, nullptr));
+  ASSERT_TRUE(WaitFor([&] { return TokenCount(*H) >= 1 && e->stats().prefill_passes == 1; }));
+  e->SetPaused("hold", true);
+  const std::vector<int> prompts = {5, 5, 20, 5, 5, 5};
+  std::vector<backend::GenerationRequest> reqs;
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  for (size_t i = 0; i < prompts.size(); i++) {
+    backend::GenerationRequest r = MakeRequest(30 + static_cast<int>(i), i % 2 == 1);
+    r.prompt_tokens.resize(prompts[i], 1234 + static_cast<int32_t>(i));
+    r.max_new_tokens = 8;
+    reqs.push_back(r);
+    streams.push_back(NewStream("w" + std::to_string(i)));
+    ASSERT_TRUE(e->Submit(streams[i], r, nullptr));
+  }
+  // The cancel is applied after the six submissions (one inbox, in order),
+  // so all six are waiting when the held blocks come free.
+  e->Cancel("hold");
+  for (size_t i = 0; i < prompts.size(); i++) {
+    Outcome got = WaitAndRead(*streams[i]);
+    EXPECT_EQ(got.tokens, Solo(reqs[i], o).tokens) << "request " << i;
+    EXPECT_EQ(got.finish_reason, "length");
+  }
+  EXPECT_TRUE(WaitFor([&] { return e->stats().prefill_passes == 1 + 3; })) << e->stats().prefill_passes;
+  EXPECT_EQ(WaitAndRead(*H).finish_reason, "cancelled");
+  ExpectClean(*e);
+}
+
 TEST(Engine, BatchLimit) {
   EngineOptions o;
   o.max_batch = 2;

@@ -9,6 +9,7 @@
 // Plus argument checking and the KV block allocator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -223,6 +224,96 @@ TEST_F(ForwardTest, PrefillChunkingAndThreadCountDoNotChangeLogits) {
   EXPECT_EQ(0, std::memcmp(whole.data(), run(7, 1, false).data(), whole.size() * sizeof(float))) << "chunk 7";
   EXPECT_EQ(0, std::memcmp(whole.data(), run(64, 3, false).data(), whole.size() * sizeof(float))) << "3 threads";
   EXPECT_EQ(0, std::memcmp(whole.data(), run(64, 2, true).data(), whole.size() * sizeof(float))) << "decode path";
+}
+
+// Several prompts in one PrefillBatch pass: each sequence's last logits, and
+// what it decodes afterwards, are bitwise those of its own Prefill (prompts
+// of different lengths, sequences that already hold tokens, scattered
+// blocks, 1 and 3 threads); the reference forward agrees within tolerance.
+TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
+  const std::vector<int> lengths = {5, 1, 13, 7, 2, 9};
+  const int B = static_cast<int>(lengths.size());
+  std::vector<std::vector<int32_t>> toks;
+  for (int b = 0; b < B; ++b) toks.push_back(RandomTokens(lengths[b] + 4, V, 50 + b));
+  cpu::ThreadPool three(3);
+  for (cpu::ThreadPool* pool : {static_cast<cpu::ThreadPool*>(nullptr), &three}) {
+    Rig rig(model_, 4, ForwardLimits{8, 40}, pool);
+    // Alone: a 4-token head start, then the prompt, then one decode step.
+    std::vector<std::vector<float>> alone(B, std::vector<float>(V)), alone_next(B, std::vector<float>(V));
+    for (int b = 0; b < B; ++b) {
+      SeqState s = rig.NewSeq(lengths[b] + 5);
+      ASSERT_TRUE(rig.fwd->Prefill(&s, toks[b].data(), 4, nullptr).ok());
+      ASSERT_TRUE(rig.fwd->Prefill(&s, toks[b].data() + 4, lengths[b], alone[b].data()).ok());
+      SeqState* one = &s;
+      int32_t next = 7;
+      ASSERT_TRUE(rig.fwd->DecodeBatch(&one, &next, 1, alone_next[b].data()).ok());
+    }
+    // Together, in blocks taken in a scrambled order.
+    std::vector<SeqState> seqs(B);
+    for (int b = B - 1; b >= 0; --b) {
+      seqs[b] = rig.NewSeq(lengths[b] + 5);
+      std::reverse(seqs[b].block_table.begin(), seqs[b].block_table.end());
+      ASSERT_TRUE(rig.fwd->Prefill(&seqs[b], toks[b].data(), 4, nullptr).ok());
+    }
+    std::vector<SeqState*> ptrs;
+    std::vector<const int32_t*> tp;
+    for (int b = 0; b < B; ++b) {
+      ptrs.push_back(&seqs[b]);
+      tp.push_back(toks[b].data() + 4);
+    }
+    std::vector<float> logits(static_cast<size_t>(B) * V), next_logits(static_cast<size_t>(B) * V);
+    ASSERT_TRUE(rig.fwd->PrefillBatch(ptrs.data(), tp.data(), lengths.data(), B, logits.data()).ok());
+    std::vector<int32_t> next(B, 7);
+    ASSERT_TRUE(rig.fwd->DecodeBatch(ptrs.data(), next.data(), B, next_logits.data()).ok());
+    for (int b = 0; b < B; ++b) {
+      EXPECT_EQ(seqs[b].length, lengths[b] + 5);
+      EXPECT_EQ(0, std::memcmp(alone[b].data(), logits.data() + static_cast<size_t>(b) * V, V * sizeof(float)))
+          << "sequence " << b;
+      EXPECT_EQ(0, std::memcmp(alone_next[b].data(), next_logits.data() + static_cast<size_t>(b) * V,
+                               V * sizeof(float)))
+          << "decode after the batched prefill, sequence " << b;
+    }
+    std::vector<int32_t> full(toks[2].begin(), toks[2].begin() + 4 + lengths[2]);
+    std::vector<double> ref = ReferenceForward(model_, full);
+    for (int v = 0; v < V; ++v) {
+      ASSERT_NEAR(logits[2 * static_cast<size_t>(V) + v], ref[(full.size() - 1) * V + v], 2e-4) << v;
+    }
+  }
+}
+
+TEST_F(ForwardTest, PrefillBatchRejectsBadArgumentsAndLeavesStateUnchanged) {
+  Rig rig(model_, 4, ForwardLimits{4, 10}, nullptr, 64);
+  std::vector<float> logits(3 * static_cast<size_t>(V));
+  SeqState a = rig.NewSeq(12), b = rig.NewSeq(12), c = rig.NewSeq(4);
+  const std::vector<int32_t> toks = RandomTokens(12, V, 5);
+  auto check = [&](std::vector<SeqState*> seqs, std::vector<int> n, const char* want) {
+    std::vector<const int32_t*> tp(seqs.size(), toks.data());
+    Status s = rig.fwd->PrefillBatch(seqs.data(), tp.data(), n.data(), static_cast<int>(seqs.size()), logits.data());
+    EXPECT_FALSE(s.ok()) << want;
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+    EXPECT_EQ(a.length, 0);
+    EXPECT_EQ(b.length, 0);
+    EXPECT_EQ(c.length, 0);
+  };
+  check({&a, &b}, {6, 5}, "exceed the pass limit of 10");   // 11 tokens in one pass
+  check({&a, &a}, {2, 2}, "are the same");
+  check({&a, &c}, {2, 5}, "block table");                    // c holds 4 positions
+  check({&a, &b}, {2, 0}, "n >= 1");
+  std::vector<SeqState*> none;
+  check(none, {}, "B >= 1");
+  int32_t bad[2] = {1, V};
+  SeqState* ab[2] = {&a, &b};
+  const int32_t* badp[2] = {toks.data(), bad};
+  int n2[2] = {2, 2};
+  Status s = rig.fwd->PrefillBatch(ab, badp, n2, 2, logits.data());
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("outside [0, 1000)"), std::string::npos) << s.message();
+  EXPECT_EQ(b.length, 0);
+  const int32_t* okp[2] = {toks.data(), toks.data()};
+  int n3[2] = {5, 5};
+  ASSERT_TRUE(rig.fwd->PrefillBatch(ab, okp, n3, 2, logits.data()).ok());  // exactly the limit
+  EXPECT_EQ(a.length, 5);
+  EXPECT_EQ(b.length, 5);
 }
 
 TEST_F(ForwardTest, RejectsBadArgumentsAndLeavesStateUnchanged) {

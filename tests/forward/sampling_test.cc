@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "cpu/kernels.h"
 #include "forward/random_gpt2.h"
 #include "model/forward.h"
 
@@ -54,6 +55,65 @@ TEST(ArgmaxTest, TiesBreakTowardLowerIdAndNaNIsSkipped) {
   EXPECT_EQ(Argmax(v.data(), 5), 4);
   std::vector<float> nan(3, NAN);
   EXPECT_EQ(Argmax(nan.data(), 3), 0);
+}
+
+// The blocked vector Argmax against a plain scan (first non-NaN value, then
+// only a strictly larger one replaces it), at every kernel level: lengths
+// around the block and vector widths, ties placed in different blocks and
+// lanes, NaNs (also where the maximum would be), infinities, all -inf, all NaN.
+int32_t PlainArgmax(const std::vector<float>& v) {
+  int32_t best = -1;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) continue;
+    if (best < 0 || v[i] > v[best]) best = static_cast<int32_t>(i);
+  }
+  return best < 0 ? 0 : best;
+}
+
+TEST(ArgmaxTest, EqualsPlainScanAtEveryKernelLevel) {
+  std::mt19937 gen(11);
+  int checked = 0;
+  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+    if (!cpu::IsaSupported(isa)) continue;
+    ASSERT_TRUE(cpu::ForceIsa(isa).ok());
+    for (int n : {1, 2, 15, 16, 17, 255, 256, 257, 511, 513, 1000, 50257}) {
+      for (int trial = 0; trial < 12; ++trial) {
+        std::vector<float> v = RandomLogits(n, static_cast<uint32_t>(n * 100 + trial));
+        std::uniform_int_distribution<int> at(0, n - 1);
+        switch (trial % 6) {
+          case 0: break;
+          case 1: {  // the same maximum at two places, the later one first in value order
+            const int a = at(gen), b = at(gen);
+            v[a] = v[b] = 9.0f;
+            break;
+          }
+          case 2: {  // NaNs, one of them where the maximum is
+            const int m = PlainArgmax(v);
+            v[m] = NAN;
+            for (int k = 0; k < n / 7; ++k) v[at(gen)] = NAN;
+            break;
+          }
+          case 3:  // small integers: many ties
+            for (float& x : v) x = std::floor(x);
+            break;
+          case 4:
+            v[at(gen)] = INFINITY;
+            v[at(gen)] = -INFINITY;
+            break;
+          case 5:  // all -inf but some NaN: the first -inf
+            for (float& x : v) x = -INFINITY;
+            for (int k = 0; k < n / 3; ++k) v[at(gen)] = NAN;
+            break;
+        }
+        ASSERT_EQ(Argmax(v.data(), n), PlainArgmax(v)) << cpu::IsaName(isa) << " n=" << n << " trial " << trial;
+        checked++;
+      }
+    }
+    std::vector<float> nan(300, NAN);
+    EXPECT_EQ(Argmax(nan.data(), 300), 0);
+  }
+  cpu::ResetIsa();
+  EXPECT_GE(checked, 12 * 12);
 }
 
 TEST(SamplerTest, TemperatureZeroAndNearZeroEqualGreedy) {
