@@ -85,6 +85,7 @@ std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
     limits.max_bytes_held = options_.lab_unbounded_max_bytes;
   }
   auto s = std::make_shared<Stream>(id, limits, &notifier_);
+  s->Hold();  // until its creator attaches or it is declared detached
   if (policy == Policy::kNaive) s->set_waits_for_readers();
   Entry& e = entries_[id];
   e.stream = s;
@@ -94,6 +95,7 @@ std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
 }
 
 void StreamHub::StartDetached(const std::shared_ptr<Stream>& s) {
+  s->ReleaseHold();
   Entry* e = EntryFor(*s);
   if (e == nullptr || !e->subs.empty()) return;
   StartLinger(*e);
@@ -153,8 +155,10 @@ Stream::AttachResult StreamHub::Attach(const std::shared_ptr<Stream>& s, Subscri
   e->subs.push_back(Sub{sub, cursor, s->head_seq()});
   sub_index_[sub] = s->id();
   StopTimer(&e->linger_timer);
-  // Deliver the backlog now rather than at the next append.
+  // Deliver the backlog now rather than at the next append; then the window
+  // applies (what the subscriber could not take counts as its lag).
   Service(*e);
+  s->ReleaseHold();
   return r;
 }
 

@@ -138,7 +138,9 @@ class StreamHub {
   // bits in hex, with the optional instance tag: "s_<tag>_<hex>"). Returns
   // nullptr if max_streams are registered. Nothing runs for it until it is
   // either attached (Attach) or declared detached (StartDetached), which the
-  // caller does after Backend::Submit accepted it.
+  // caller does after Backend::Submit accepted it. The stream is created held
+  // (Stream::Hold): no event is evicted before that attach or StartDetached,
+  // however fast the producer starts.
   std::shared_ptr<Stream> Create(Policy policy);
   // A stream created without a subscriber (POST /v1/streams): the linger
   // timer and the policies apply from now.

@@ -58,7 +58,20 @@ uint64_t Stream::AppendLocked(EventType type, std::string data) {
   return head_seq_;
 }
 
+void Stream::Hold() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = true;
+}
+
+void Stream::ReleaseHold() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!held_) return;
+  held_ = false;
+  TrimLocked();
+}
+
 void Stream::TrimLocked() {
+  if (held_) return;
   const bool keep = limits_.keep_untaken_events;
   const uint64_t taken = delivered_through_.load();
   while (ring_.size() > 1) {

@@ -134,6 +134,20 @@ class Stream : public std::enable_shared_from_this<Stream> {
   size_t subscriber_count() const;
   Clock::time_point finished_at() const;
 
+  // ---- creator hold ---------------------------------------------------------
+  // A stream is submitted to its producer before its creator's subscriber
+  // attaches (the submit may still be refused, and a refusal must be
+  // answered before any byte of the stream). Until ReleaseHold(), nothing is
+  // evicted, so a fast producer cannot push event 1 out of a small resume
+  // window in that gap (the creator would get 409 resume_window_exceeded on
+  // its own stream). The hub holds every stream it creates and releases the
+  // hold once the creator has attached (after delivering the backlog) or the
+  // stream was declared detached. While held the ring may exceed the window
+  // by what the producer appended in the gap (at most max_new_tokens + 2
+  // events).
+  void Hold();
+  void ReleaseHold();
+
   // ---- delivery gate (lab policy `naive`) ----------------------------------
   // Marks the stream as one whose producer waits for its readers; the hub
   // does this at creation, before the stream is submitted.
@@ -174,6 +188,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   size_t bytes_held_ = 0;
   size_t peak_bytes_held_ = 0;
   bool finished_ = false;
+  bool held_ = false;  // creator hold: TrimLocked evicts nothing
   Clock::time_point finished_at_{};
   Clock::time_point last_token_at_{};
   std::vector<const void*> subscribers_;

@@ -216,6 +216,54 @@ TEST(Hub, ResumeBeyondWindowIsRefusedWithOldestAvailable) {
   EXPECT_TRUE(Contiguous(sub.Seqs(), 14, 21));
 }
 
+// A stream is submitted before its creator attaches. However far a fast
+// producer runs ahead in that gap, nothing is evicted until the creator's
+// attach (or StartDetached): the creator reads from event 1. After that the
+// window applies again.
+TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
+  HubOptions o;
+  o.stream_limits.resume_window_events = 8;
+  HubFixture f(o);
+  FakeSub creator;
+  auto s = f.lt.Call([&] {
+    auto st = f.hub->Create(Policy::kDropSlow);
+    st->Append(EventType::kStart, "{}");
+    f.backend.Submit(st, {}, nullptr);
+    return st;
+  });
+  for (int i = 0; i < 30; i++) s->Append(EventType::kToken, "{}");  // the producer ran ahead
+  uint64_t oldest = 0;
+  auto r = f.lt.Call([&] { return f.hub->Attach(s, &creator, 0, &oldest); });
+  EXPECT_EQ(r, Stream::AttachResult::kOk);
+  EXPECT_EQ(oldest, 1u);
+  ASSERT_TRUE(WaitFor([&] { return creator.Seqs().size() == 31; }));
+  EXPECT_TRUE(Contiguous(creator.Seqs(), 1, 31));
+  // The hold is gone: the ring is back to the window.
+  s->Append(EventType::kToken, "{}");
+  ASSERT_TRUE(WaitFor([&] { return creator.Seqs().size() == 32; }));
+  FakeSub late;
+  r = f.lt.Call([&] { return f.hub->Attach(s, &late, 0, &oldest); });
+  EXPECT_EQ(r, Stream::AttachResult::kWindowExceeded);
+  EXPECT_EQ(oldest, 25u);
+  // Declared detached (POST /v1/streams): the hold ends there too.
+  auto d = f.lt.Call([&] {
+    auto st = f.hub->Create(Policy::kDropSlow);
+    st->Append(EventType::kStart, "{}");
+    f.backend.Submit(st, {}, nullptr);
+    return st;
+  });
+  for (int i = 0; i < 30; i++) d->Append(EventType::kToken, "{}");
+  EXPECT_EQ(f.lt.Call([&] { return d->Attach(&late, 0, &oldest); }), Stream::AttachResult::kOk)
+      << "held: event 1 is still there";
+  d->Detach(&late);
+  f.lt.Call([&] {
+    f.hub->StartDetached(d);
+    return 0;
+  });
+  EXPECT_EQ(f.lt.Call([&] { return d->Attach(&late, 0, &oldest); }), Stream::AttachResult::kWindowExceeded);
+  EXPECT_EQ(oldest, 24u);
+}
+
 TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
   HubOptions o;
   o.subscriber_lag_events = 10;
