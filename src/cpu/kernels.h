@@ -13,9 +13,11 @@
 // panel of kPanelWidth = 16 output columns, `in` rows of 16 floats; the last
 // panel is zero-padded). A (in, out) matrix therefore occupies
 // PackedWeightFloats(in, out) floats. The kernel keeps MR x NP panels of
-// accumulators in registers (AVX-512: 12 rows x 32 columns) for the whole K,
-// so each output is one FMA chain over k whatever the number of rows: a
-// row's result does not depend on the other rows in the batch.
+// accumulators in registers (AVX-512: 12 rows x 32 columns, or 8 x 48,
+// whichever pads the row count less) over K (in passes of up to 1024, each
+// continuing from the stored value), so each output is one FMA chain over k
+// whatever the number of rows: a row's result does not depend on the other
+// rows in the batch.
 //
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be

@@ -93,6 +93,8 @@ TEST_P(KernelsTest, MatmulMatchesNaive) {
       {32, 64, 1000, true, false},
       // Enough panels for the guided column split (big ranges + small tail).
       {3, 64, 2000, true, false}, {9, 32, 4100, false, true},
+      // K longer than one pass's chunk (1024): 3 uneven chunks, and 3072.
+      {20, 2100, 100, true, true}, {32, 3072, 48, true, false},
   };
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
     for (const MatmulCase& c : cases) {
