@@ -26,16 +26,12 @@
 // machine, date, mode, loadavg_start/end, model, columns, rows, notes,
 // charts) and its SVG charts (bench/lib/svg) next to it, named
 // <bench>-<chart>.svg, which build/bench/render puts into RESULTS.md.
-#include <sched.h>
-#include <sys/utsname.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -53,6 +49,7 @@
 #include "engine/model_source.h"
 #include "client/http_client.h"
 #include "json/json.h"
+#include "lib/result.h"
 #include "lib/svg.h"
 #include "stream/stream.h"
 #include "tokenizer/tokenizer.h"
@@ -755,31 +752,6 @@ std::vector<Row> SlowReaders(Ctx& c, const Args& a, Report* rep) {
   return rows;
 }
 
-std::string CpuModel() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
-
-// CPUs this process may run on (what `nproc` prints).
-int Nproc() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(std::thread::hardware_concurrency());
-}
-
-// The first three fields of /proc/loadavg.
-std::string LoadAverage() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 std::string Dirname(const std::string& path) {
   size_t p = path.rfind('/');
   return p == std::string::npos ? "." : path.substr(0, p);
@@ -812,7 +784,7 @@ int main(int argc, char** argv) {
                          "[--model-note TEXT] [--threads N] [--quick] --out FILE.json [--command \"...\"]\n");
     return 2;
   }
-  const std::string loadavg_start = LoadAverage();
+  const std::string loadavg_start = bench::LoadAvg();
   Ctx c;
   std::string name;
   if (Status s = engine::LoadModelForServing(a.model, &c.model, &name); !s.ok()) {
@@ -845,7 +817,7 @@ int main(int argc, char** argv) {
     rows = Disconnects(c, a, &rep);
     title = "Engine disconnects: client close to KV release";
   }
-  const std::string loadavg_end = LoadAverage();
+  const std::string loadavg_end = bench::LoadAvg();
   const std::string mode = a.quick ? "quick" : "full";
   title += a.quick ? " (quick: tiny model)" : " (full: GPT-2-small shape)";
   rep.notes.push_back("Model: " + c.model_label + "; compute threads " + std::to_string(a.threads) +
@@ -870,9 +842,6 @@ int main(int argc, char** argv) {
     chart_refs.push_back({file, ch.caption});
   }
 
-  char date[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::string out;
   json::Writer w(&out);
   w.BeginObject();
@@ -887,14 +856,14 @@ int main(int argc, char** argv) {
   w.Key("machine");
   w.BeginObject();
   w.Key("cpu");
-  w.String(CpuModel());
+  w.String(bench::MachineCpu());
   w.Key("cores");
-  w.Int(Nproc());
+  w.Int(bench::MachineCores());
   w.Key("hardware_threads");
   w.Int(static_cast<int64_t>(std::thread::hardware_concurrency()));
   w.EndObject();
   w.Key("date");
-  w.String(date);
+  w.String(bench::UtcNow());
   w.Key("mode");
   w.String(mode);
   w.Key("loadavg_start");
@@ -927,21 +896,7 @@ int main(int argc, char** argv) {
     w.EndArray();
   }
   w.EndArray();
-  w.Key("notes");
-  w.BeginArray();
-  for (auto& n : rep.notes) w.String(n);
-  w.EndArray();
-  w.Key("charts");
-  w.BeginArray();
-  for (auto& [file, caption] : chart_refs) {
-    w.BeginObject();
-    w.Key("file");
-    w.String(file);
-    w.Key("caption");
-    w.String(caption);
-    w.EndObject();
-  }
-  w.EndArray();
+  bench::WriteNotesAndCharts(&w, rep.notes, chart_refs);
   w.EndObject();
   std::ofstream f(a.out);
   f << out << "\n";

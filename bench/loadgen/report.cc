@@ -1,16 +1,14 @@
 #include "loadgen/report.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 
 #include "json/json.h"
+#include "lib/result.h"
 
 namespace tw::loadgen {
 
@@ -38,47 +36,11 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-std::string MachineCpu() {
-  std::string model;
-  if (FILE* p = ::popen("lscpu 2>/dev/null", "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof line, p)) {
-      std::string s(line);
-      if (s.rfind("Model name:", 0) == 0) {
-        model = s.substr(11);
-        model.erase(0, model.find_first_not_of(" \t"));
-        while (!model.empty() && (model.back() == '\n' || model.back() == ' ')) model.pop_back();
-        break;
-      }
-    }
-    ::pclose(p);
-  }
-  return model.empty() ? "unknown" : model;
-}
-
-int MachineCores() { return static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)); }
-
-std::string UtcNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string LoadAvg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 namespace {
 std::string g_loadavg_start;
 }
 
-void MarkScenarioStart() { g_loadavg_start = LoadAvg(); }
+void MarkScenarioStart() { g_loadavg_start = bench::LoadAvg(); }
 
 Status Report::Write(const std::string& dir, const std::string& file_stem) const {
   std::string out;
@@ -93,18 +55,18 @@ Status Report::Write(const std::string& dir, const std::string& file_stem) const
   w.Key("machine");
   w.BeginObject();
   w.Key("cpu");
-  w.String(MachineCpu());
+  w.String(bench::MachineCpu());
   w.Key("cores");
-  w.Int(MachineCores());
+  w.Int(bench::MachineCores());
   w.EndObject();
   w.Key("date");
-  w.String(UtcNow());
+  w.String(bench::UtcNow());
   w.Key("mode");
   w.String(mode);
   w.Key("loadavg_start");
   w.String(g_loadavg_start);
   w.Key("loadavg_end");
-  w.String(LoadAvg());
+  w.String(bench::LoadAvg());
   w.Key("parameters");
   w.Raw(parameters_json);
   w.Key("columns");
@@ -119,21 +81,7 @@ Status Report::Write(const std::string& dir, const std::string& file_stem) const
     w.EndArray();
   }
   w.EndArray();
-  w.Key("notes");
-  w.BeginArray();
-  for (const auto& n : notes) w.String(n);
-  w.EndArray();
-  w.Key("charts");
-  w.BeginArray();
-  for (const auto& [file, caption] : charts) {
-    w.BeginObject();
-    w.Key("file");
-    w.String(file);
-    w.Key("caption");
-    w.String(caption);
-    w.EndObject();
-  }
-  w.EndArray();
+  bench::WriteNotesAndCharts(&w, notes, charts);
   w.Key("raw");
   w.Raw(raw_json);
   w.EndObject();

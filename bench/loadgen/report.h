@@ -44,10 +44,6 @@ struct Report {
 
 Status WriteTextFile(const std::string& path, const std::string& text);
 
-std::string MachineCpu();   // lscpu's "Model name"
-int MachineCores();
-std::string UtcNow();       // 2026-11-30T15:04:05Z
-std::string LoadAvg();      // the first three fields of /proc/loadavg
 // Remembers the load average at a scenario's start; Report::Write records it
 // with the load average at the end (the machine is shared: say how busy it was).
 void MarkScenarioStart();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/mock_backend.h"
+#include "lib/result.h"
 #include "lib/svg.h"
 #include "loadgen/engine.h"
 #include "loadgen/report.h"
@@ -40,7 +41,7 @@ struct ConcRun {
 };
 
 Status ConcurrencyOnce(const Options& o, int rep, ConcRun* out) {
-  out->loadavg = LoadAvg();
+  out->loadavg = bench::LoadAvg();
   const int streams = 1000, rate = 20, ttft_ms = 200;
   const int tokens = o.full ? 200 : 40;
   const double ramp_ms = 1000;

@@ -15,6 +15,7 @@
 
 #include "backend/mock_backend.h"
 #include "json/json.h"
+#include "lib/result.h"
 #include "lib/svg.h"
 #include "loadgen/report.h"
 #include "loadgen/server_process.h"
@@ -292,7 +293,7 @@ struct ConcRun {
 };
 
 Status ConcurrencyOnce(const Options& o, int rep, ConcRun* out) {
-  out->loadavg = loadgen::LoadAvg();
+  out->loadavg = bench::LoadAvg();
   // bench/loadgen/scenarios.cc ConcurrencyOnce: the same sizes and flags.
   const int streams = 1000, rate = 20, ttft_ms = 200;
   const int tokens = o.full ? 200 : 40;

@@ -55,17 +55,17 @@ const internal::KernelTable& Table() {
 class ColumnSplit {
  public:
   ColumnSplit(int n, int threads, int align) : n_(n), align_(align) {
-    units_ = (n + align - 1) / align;
-    if (threads <= 1 || units_ < threads * 4) {  // one range per unit, or one in all
-      small_ = threads <= 1 ? (units_ < 1 ? 1 : units_) : 1;
-      small_total_ = units_;
-      smalls_ = (units_ + small_ - 1) / small_;
+    const int units = (n + align - 1) / align;
+    if (threads <= 1 || units < threads * 4) {  // one range per unit, or one in all
+      small_ = threads <= 1 ? (units < 1 ? 1 : units) : 1;
+      small_total_ = units;
+      smalls_ = (units + small_ - 1) / small_;
       bigs_ = 0;
       return;
     }
-    big_ = units_ * 3 / 4 / threads;
+    big_ = units * 3 / 4 / threads;
     bigs_ = threads;
-    small_total_ = units_ - big_ * bigs_;
+    small_total_ = units - big_ * bigs_;
     small_ = small_total_ / (threads * 2);
     if (small_ < 1) small_ = 1;
     smalls_ = (small_total_ + small_ - 1) / small_;
@@ -86,7 +86,7 @@ class ColumnSplit {
   }
 
  private:
-  int n_, align_, units_ = 0;
+  int n_, align_;
   int small_ = 1, small_total_ = 0, smalls_ = 0;
   int big_ = 0, bigs_ = 0;
 };

@@ -261,6 +261,7 @@ void Engine::WriteStats(json::Writer* w) const {
   field("tokens_generated", static_cast<int64_t>(s.tokens_generated));
   field("reader_waits", static_cast<int64_t>(s.reader_waits));
   field("max_batch", options_.max_batch);
+  field("prefill_batch_tokens", options_.prefill_batch_tokens);
   field("block_size", options_.block_size_tokens);
 }
 
@@ -389,11 +390,15 @@ void Engine::Admit() {
 int Engine::PromptLen(const Sequence& s) { return static_cast<int>(s.model_prompt.size()); }
 
 void Engine::Prefill(Sequence* const* group, int n) {
-  const size_t V = static_cast<size_t>(model_->config().vocab_size);
   auto t0 = stream::Clock::now();
-  Status st = Status::Ok();
+  Status st;
   if (n == 1) {
     st = forward_->Prefill(&group[0]->kv, group[0]->model_prompt.data(), PromptLen(*group[0]), logits_.data());
+    if (!st.ok()) {
+      Retire(*group[0], stream::EventType::kError,
+             backend::ErrorEventData("internal", "prefill: " + st.message(), false));
+      return;
+    }
   } else {
     std::vector<model::SeqState*> states;
     std::vector<const int32_t*> tokens;
@@ -412,11 +417,8 @@ void Engine::Prefill(Sequence* const* group, int n) {
   }
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
-  if (!st.ok()) {
-    Retire(*group[0], stream::EventType::kError, backend::ErrorEventData("internal", "prefill: " + st.message(), false));
-    return;
-  }
   // First tokens: out as soon as this pass ends, before the next pass.
+  const size_t V = static_cast<size_t>(model_->config().vocab_size);
   for (int i = 0; i < n; i++) EmitToken(*group[i], logits_.data() + i * V);
 }
 

@@ -116,16 +116,21 @@ Status Gpt2Forward::CheckSeq(const SeqState& seq, int n, const char* what) const
   return Status::Ok();
 }
 
+Status Gpt2Forward::CheckTokens(const int32_t* tokens, int n, const char* what) const {
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size) {
+      return Status::Error(std::string(what) + ": token " + Str(i) + " = " + Str(tokens[i]) + " is outside [0, " +
+                           Str(cfg_.vocab_size) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status Gpt2Forward::Prefill(SeqState* seq, const int32_t* tokens, int n, float* last_logits,
                             float* all_logits) {
   if (!seq || !tokens || n < 1) return Status::Error("Prefill: need a sequence and n >= 1 tokens, got n=" + Str(n));
   if (Status s = CheckSeq(*seq, n, "Prefill"); !s.ok()) return s;
-  for (int i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size) {
-      return Status::Error("Prefill: token " + Str(i) + " = " + Str(tokens[i]) + " is outside [0, " +
-                           Str(cfg_.vocab_size) + ")");
-    }
-  }
+  if (Status s = CheckTokens(tokens, n, "Prefill"); !s.ok()) return s;
   const int V = cfg_.vocab_size;
   const int chunk = std::min(max_rows_, std::min(limits_.max_prefill_chunk_tokens, cfg_.n_ctx));
   for (int start = 0; start < n; start += chunk) {
@@ -162,11 +167,8 @@ Status Gpt2Forward::PrefillBatch(SeqState* const* seqs, const int32_t* const* to
     if (Status s = CheckSeq(*seqs[b], n[b], "PrefillBatch"); !s.ok()) {
       return Status::Error(s.message() + " (sequence " + Str(b) + ")");
     }
-    for (int i = 0; i < n[b]; ++i) {
-      if (tokens[b][i] < 0 || tokens[b][i] >= cfg_.vocab_size) {
-        return Status::Error("PrefillBatch: token " + Str(i) + " of sequence " + Str(b) + " = " +
-                             Str(tokens[b][i]) + " is outside [0, " + Str(cfg_.vocab_size) + ")");
-      }
+    if (Status s = CheckTokens(tokens[b], n[b], "PrefillBatch"); !s.ok()) {
+      return Status::Error(s.message() + " (sequence " + Str(b) + ")");
     }
     for (int a = 0; a < b; ++a) {
       if (seqs[a] == seqs[b]) {
@@ -292,26 +294,9 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       float* scores = scores_.get() + static_cast<size_t>(worker) * cfg_.n_ctx;  // (n_ctx)
       cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, att + static_cast<size_t>(r) * C + h * hd);
     };
-    // Attend prefetches a head's later blocks itself; its first block would
-    // start cold, so the next head's first keys and values are requested
-    // while this head runs.
-    auto prefetch_first_block = [&](int r, int h) {
-      const float* block = kv_->block(row_seq_[r]->block_table[0]);
-      const int n = std::min(row_pos_[r] + 1, bs) * hd;
-      const float* k = block + kv_->Offset(l, 0, h);
-      const float* v = block + kv_->Offset(l, 1, h);
-      for (int f = 0; f < n; f += 16) {
-        __builtin_prefetch(k + f, 0, 3);
-        __builtin_prefetch(v + f, 0, 3);
-      }
-    };
     auto attend = [&](int task, int worker) {
       const int r = task / tasks_per_row, h0 = task % tasks_per_row * per_task;
-      const int h1 = std::min(H, h0 + per_task);
-      for (int h = h0; h < h1; ++h) {
-        if (h + 1 < h1) prefetch_first_block(r, h + 1);
-        attend_one(r, h, worker);
-      }
+      for (int h = h0; h < std::min(H, h0 + per_task); ++h) attend_one(r, h, worker);
     };
     const int tasks = rows * tasks_per_row;
     size_t work = 0;  // floats of K and V this pass reads

@@ -90,6 +90,8 @@ class Gpt2Forward {
   Gpt2Forward(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool, const ForwardLimits& limits);
   // Checks that `seq` can take `n` more tokens.
   Status CheckSeq(const SeqState& seq, int n, const char* what) const;
+  // Checks that tokens[0..n) are vocabulary ids.
+  Status CheckTokens(const int32_t* tokens, int n, const char* what) const;
   // Runs `rows` rows (row r: token tokens[r] at position row_pos_[r] of
   // row_seq_[r]) through all layers, writing their K/V into the cache, and
   // leaves the final residual stream in x_.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "cpu/kernels.h"
 
@@ -46,34 +45,16 @@ uint64_t Rng::Next() {
 
 float Rng::Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f); }
 
-// Argmax handles up to this many values with its blocked vector scan (the
-// per-block maxima live on the stack); longer inputs take a plain scan.
-constexpr int kMaxArgmaxValues = 1 << 20;
-
 int32_t Argmax(const float* logits, int n) {
-  // Blocks of kBlock values: the largest value with the vector kernel, then
-  // the first block holding it, then its first index there (the earliest
-  // index wins ties; a NaN is never chosen).
+  // The largest value with the vector kernel, then, block by block, the first
+  // block holding it and its first index there (the earliest index wins ties;
+  // a NaN is never chosen: MaxValue skips NaNs and NaN == x is false).
+  const float mx = cpu::MaxValue(logits, n);
   constexpr int kBlock = 256;
-  float block_max[(kMaxArgmaxValues + kBlock - 1) / kBlock];
-  const int blocks = (std::min(n, kMaxArgmaxValues) + kBlock - 1) / kBlock;
-  if (n > kMaxArgmaxValues) {  // never for a real vocabulary; a plain scan
-    int32_t best = -1;
-    for (int i = 0; i < n; ++i) {
-      if (!std::isnan(logits[i]) && (best < 0 || logits[i] > logits[best])) best = i;
-    }
-    return best < 0 ? 0 : best;
-  }
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int b = 0; b < blocks; ++b) {
-    const int begin = b * kBlock;
-    block_max[b] = cpu::MaxValue(logits + begin, std::min(kBlock, n - begin));
-    mx = std::max(mx, block_max[b]);
-  }
-  for (int b = 0; b < blocks; ++b) {
-    if (block_max[b] != mx) continue;
-    const int end = std::min(n, (b + 1) * kBlock);
-    for (int i = b * kBlock; i < end; ++i) {
+  for (int begin = 0; begin < n; begin += kBlock) {
+    const int end = std::min(n, begin + kBlock);
+    if (cpu::MaxValue(logits + begin, end - begin) != mx) continue;
+    for (int i = begin; i < end; ++i) {
       if (logits[i] == mx) return i;
     }
   }

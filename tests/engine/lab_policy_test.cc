@@ -322,6 +322,27 @@ TEST(LabHttp, UnboundedStopsAtItsEventCap) {
   slow->http().Close();
 }
 
+// Not a lab flag, but tested here beside the other serve flags of the cpu
+// backend: --prefill-batch-tokens has its documented default and range
+// [1, 256] (max_prefill_chunk_tokens), and its value reaches the engine.
+TEST(EngineFlags, PrefillBatchTokensIsBoundedAndReachesTheEngine) {
+  api::Config cfg;
+  ASSERT_TRUE(ParseFlags({}, &cfg).ok());
+  EXPECT_EQ(cfg.prefill_batch_tokens, 64);
+  for (const char* bad : {"0", "257"}) {
+    cfg = api::Config();
+    Status s = ParseFlags({"--prefill-batch-tokens", bad}, &cfg);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("--prefill-batch-tokens"), std::string::npos) << s.message();
+  }
+  cfg = api::Config();
+  ASSERT_TRUE(ParseFlags({"--prefill-batch-tokens", "256"}, &cfg).ok());
+  AppServer srv({"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"), "--threads", "1",
+                 "--prefill-batch-tokens", "16"});
+  json::Value st = srv.CallJson("GET", "/stats");
+  EXPECT_EQ(st.Find("engine")->Find("prefill_batch_tokens")->as_int(), 16);
+}
+
 TEST(LabPolicyFlags, NaiveNeedsTheCpuEngine) {
   api::Config cfg;
   Status s = ParseFlags({"--lab", "--policy", "naive", "--backend", "mock"}, &cfg);
