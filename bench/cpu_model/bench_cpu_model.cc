@@ -1,6 +1,7 @@
 // CPU forward-pass benchmark on a GPT-2-small-shaped (124M) random model:
 // prefill of a 200-token prompt, and one decode step at batch 1, 8 and 32
-// with 200 tokens of context per sequence (medians over several runs), next
+// with 200 tokens of context per sequence (medians over several runs), the
+// cost of sampling one row of logits (greedy, temperature, top-k, top-p), next
 // to the machine's floors: memory read bandwidth (a STREAM-like read loop of
 // our own) and float32 FMA peak, both measured here on the same threads.
 //
@@ -23,6 +24,7 @@
 #include "forward/random_gpt2.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
+#include "model/sampling.h"
 
 namespace {
 
@@ -213,6 +215,32 @@ int main(int argc, char** argv) {
     decode.push_back(t);
   }
 
+  // (iv) sampling the batch-32 step's logits (32 rows of the vocabulary), one
+  // thread, per row: greedy, temperature alone, temperature with top-k, with
+  // top-p.
+  struct SamplingCase {
+    const char* name;
+    model::SamplingParams params;
+  };
+  const SamplingCase sampling_cases[] = {{"greedy", {0.0f, 0, 1.0f}},
+                                         {"temperature 1", {1.0f, 0, 1.0f}},
+                                         {"temperature 1, top-k 40", {1.0f, 40, 1.0f}},
+                                         {"temperature 1, top-p 0.9", {1.0f, 0, 0.9f}}};
+  std::vector<Timing> sampling;
+  {
+    model::Sampler sampler(cfg.vocab_size);
+    model::Rng rng(7);
+    int64_t sink = 0;
+    for (const SamplingCase& sc : sampling_cases) {
+      Timing t = Time(quick ? 3 : 9, 1, [&] {
+        for (int b = 0; b < 32; ++b) sink += sampler.Sample(logits.data() + static_cast<size_t>(b) * cfg.vocab_size, sc.params, &rng);
+      });
+      std::printf("sample one row (%s): median %.1f us\n", sc.name, t.median_s / 32 * 1e6);
+      sampling.push_back(t);
+    }
+    if (sink < 0) std::printf("%lld\n", static_cast<long long>(sink));  // keep the draws
+  }
+
   // Floors.
   const double bw = MeasureReadBandwidth(&pool, quick ? 3 : 7);
   const bool avx512 = cpu::IsaSupported(cpu::Isa::kAvx512);
@@ -257,6 +285,13 @@ int main(int argc, char** argv) {
                   "\"tok_per_s\": %.2f, \"floor_ms\": %.3f}%s\n",
                   batches[i], decode[i].median_s * 1e3, decode[i].min_s * 1e3, decode[i].max_s * 1e3, decode[i].reps,
                   batches[i] / decode[i].median_s, decode_floor_s[i] * 1e3, i + 1 < batches.size() ? "," : "");
+    j += line;
+  }
+  j += "  ],\n  \"sampling_us_per_row\": [\n";
+  for (size_t i = 0; i < sampling.size(); ++i) {
+    std::snprintf(line, sizeof line, "    {\"case\": \"%s\", \"median_us\": %.2f, \"min_us\": %.2f, \"reps\": %d}%s\n",
+                  sampling_cases[i].name, sampling[i].median_s / 32 * 1e6, sampling[i].min_s / 32 * 1e6,
+                  sampling[i].reps, i + 1 < sampling.size() ? "," : "");
     j += line;
   }
   j += "  ]\n}\n";

@@ -104,5 +104,8 @@ for label, o, p, f, unit, higher, target in rows:
     print(f"| {label} | {unit} | {fmt(o)} | {fmt(p)} | {('%.2fx' % speedup) if speedup else 'n/a'} | "
           f"{fmt(f)} | {of_floor*100:.0f}% | {target} |")
 print()
+for s in ours.get("sampling_us_per_row", []):
+    print(f"sample one row ({s['case']}): {s['median_us']:.1f} us")
+print()
 print(f"raw results: {out_path}")
 PY

@@ -178,6 +178,13 @@ void RenderCpuModel(std::string* md, const Value& d, const std::string& file) {
     }
   }
   Table(md, {"metric", "TokenWire", "PyTorch", "TokenWire speed vs PyTorch", "machine floor"}, rows);
+  if (const Value* smp = ours ? ours->Find("sampling_us_per_row") : nullptr; smp && smp->is_array()) {
+    *md += "Sampling one row of a batch-32 step's logits (50257 ids), one thread (TokenWire only; the engine "
+           "spreads a step's rows over its threads):\n\n";
+    std::vector<std::vector<std::string>> srows;
+    for (const auto& x : smp->items()) srows.push_back({Str(x.Find("case")), Num(x.Find("median_us"), 1)});
+    Table(md, {"sampling", "us per row (median)"}, srows);
+  }
 }
 
 }  // namespace

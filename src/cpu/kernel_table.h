@@ -12,16 +12,18 @@
 namespace tw::cpu::internal {
 
 struct KernelTable {
-  // y (rows, N) += x (rows, K) @ W restricted to the columns of panels
+  // y (rows, N) = [y +] [bias +] x (rows, K) @ W (y's term when accumulate,
+  // bias's when not null) restricted to the columns of panels
   // [panel_begin, panel_end); packed = PackedWeight::data.
   void (*gemm_panels)(const float* x, int rows, int K, const float* packed, int panel_begin,
-                      int panel_end, int N, float* y);
+                      int panel_end, int N, const float* bias, bool accumulate, float* y);
   void (*layernorm_row)(const float* x, int C, const float* w, const float* b, float eps,
                         float* out);
   void (*gelu)(float* x, size_t n);
   void (*add)(const float* a, const float* b, float* out, size_t n);
   void (*softmax)(float* x, int n);
   float (*max_value)(const float* x, int n);
+  void (*exp_weights)(const float* x, int n, float mx, float inv_t, float* out, float* block_sums);
   void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
                  float* out);
   int tile_rows;    // MR: rows per register tile

@@ -180,19 +180,7 @@ void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w, c
   auto task = [&](int i, int /*worker*/) {
     int p0 = 0, p1 = 0;
     split.Range(i, &p0, &p1);
-    const int c0 = p0 * kPanelWidth, c1 = std::min(N, p1 * kPanelWidth);
-    for (int r = 0; r < rows; ++r) {  // y = bias (or y += bias) on this column range
-      float* yr = y + static_cast<size_t>(r) * N + c0;
-      const size_t n = static_cast<size_t>(c1 - c0);
-      if (accumulate) {
-        if (bias) t.add(yr, bias + c0, yr, n);
-      } else if (bias) {
-        std::memcpy(yr, bias + c0, n * sizeof(float));
-      } else {
-        std::memset(yr, 0, n * sizeof(float));
-      }
-    }
-    t.gemm_panels(x, rows, K, w.data, p0, p1, N, y);
+    t.gemm_panels(x, rows, K, w.data, p0, p1, N, bias, accumulate, y);
   };
   if (pool && static_cast<double>(rows) * K * N >= kMinParallelFma) pool->ParallelFor(split.tasks(), task);
   else for (int i = 0; i < split.tasks(); ++i) task(i, 0);
@@ -225,6 +213,10 @@ void Add(const float* a, const float* b, float* out, size_t n) { Table().add(a, 
 void Softmax(float* x, int n) { Table().softmax(x, n); }
 
 float MaxValue(const float* x, int n) { return Table().max_value(x, n); }
+
+void ExpWeights(const float* x, int n, float mx, float inv_t, float* out, float* block_sums) {
+  Table().exp_weights(x, n, mx, inv_t, out, block_sums);
+}
 
 void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* scores, float* out) {
   Table().attend(q, kv, len, scale, scores, out);

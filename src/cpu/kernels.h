@@ -80,6 +80,15 @@ void Softmax(float* x, int n);
 // The largest non-NaN value of x[0..n) (n >= 0), -infinity if there is none.
 float MaxValue(const float* x, int n);
 
+// Unnormalised softmax weights at temperature 1/inv_t, for sampling:
+//   out[i] = exp((x[i] - mx) * inv_t), or exactly 0 where x[i] is NaN or the
+//   exponent is <= -87 (the weight would be below ~1e-38);
+//   block_sums[k] = sum of out[i] for i in [k*kWeightBlock, (k+1)*kWeightBlock).
+// mx should be the largest value (MaxValue), so every weight is <= 1.
+// block_sums holds (n + kWeightBlock - 1) / kWeightBlock floats.
+constexpr int kWeightBlock = 256;
+void ExpWeights(const float* x, int n, float mx, float inv_t, float* out, float* block_sums);
+
 // Where one (layer, head) of one sequence lives in the paged KV pool:
 // token j's key is at pool + block_table[j / block_size] * block_stride
 //                            + k_offset + (j % block_size) * head_dim,

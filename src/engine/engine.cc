@@ -92,8 +92,9 @@ Status Engine::Create(std::shared_ptr<const model::Gpt2Model> model,
       !s.ok()) {
     return Status::Error("engine: " + s.message());
   }
-  e->sampler_ = std::make_unique<model::Sampler>(c.vocab_size);
+  for (int w = 0; w < e->pool_->threads(); w++) e->samplers_.push_back(std::make_unique<model::Sampler>(c.vocab_size));
   e->logits_.assign(static_cast<size_t>(o.max_batch) * c.vocab_size, 0.0f);
+  e->tokens_.assign(static_cast<size_t>(o.max_batch), 0);
   e->eos_ = o.eos_token_id;
   e->counters_.kv_blocks_total = o.num_kv_blocks;
   e->counters_.kv_blocks_free = o.num_kv_blocks;
@@ -418,8 +419,8 @@ void Engine::Prefill(Sequence* const* group, int n) {
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
   // First tokens: out as soon as this pass ends, before the next pass.
-  const size_t V = static_cast<size_t>(model_->config().vocab_size);
-  for (int i = 0; i < n; i++) EmitToken(*group[i], logits_.data() + i * V);
+  SampleRows(group, n);
+  for (int i = 0; i < n; i++) EmitToken(*group[i], tokens_[i]);
 }
 
 void Engine::Decode() {
@@ -443,12 +444,20 @@ void Engine::Decode() {
     }
     return;
   }
-  const size_t V = static_cast<size_t>(model_->config().vocab_size);
-  for (int b = 0; b < B; b++) EmitToken(*batch[b], logits_.data() + b * V);
+  SampleRows(batch.data(), B);
+  for (int b = 0; b < B; b++) EmitToken(*batch[b], tokens_[b]);
 }
 
-bool Engine::EmitToken(Sequence& s, const float* logits) {
-  const int32_t tok = sampler_->Sample(logits, s.params, &s.rng);
+void Engine::SampleRows(Sequence* const* seqs, int n) {
+  const size_t V = static_cast<size_t>(model_->config().vocab_size);
+  auto draw = [&](int i, int worker) {
+    tokens_[i] = samplers_[worker]->Sample(logits_.data() + i * V, seqs[i]->params, &seqs[i]->rng);
+  };
+  if (n > 1) pool_->ParallelFor(n, draw);
+  else if (n == 1) draw(0, 0);
+}
+
+bool Engine::EmitToken(Sequence& s, int32_t tok) {
   const int index = s.produced++;
   const int prompt = static_cast<int>(s.request.prompt_tokens.size());
   s.last_token = tok;

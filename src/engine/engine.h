@@ -194,9 +194,13 @@ class Engine : public backend::Backend {
   void Prefill(Sequence* const* group, int n);
   static int PromptLen(const Sequence& s);
   void Decode();
-  // Samples from `logits`, appends the token event, and finishes the
-  // sequence if this token ends it (returns true then).
-  bool EmitToken(Sequence& s, const float* logits);
+  // Draws each of the n sequences' next token from its row of logits_
+  // (row i for seqs[i]) into tokens_, the rows spread over the pool (each
+  // sequence's Rng is touched by its own row only; one Sampler per worker).
+  void SampleRows(Sequence* const* seqs, int n);
+  // Appends the token event for `tok` and finishes the sequence if this
+  // token ends it (returns true then).
+  bool EmitToken(Sequence& s, int32_t tok);
   // The one place a sequence ends: finishes its stream (once), releases its
   // blocks (if it had any) and marks it for removal from the lists.
   void Retire(Sequence& s, stream::EventType type, std::string data);
@@ -231,8 +235,9 @@ class Engine : public backend::Backend {
   std::unique_ptr<model::KvPool> kv_;
   std::unique_ptr<model::BlockAllocator> alloc_;
   std::unique_ptr<model::Gpt2Forward> forward_;
-  std::unique_ptr<model::Sampler> sampler_;
-  std::vector<float> logits_;  // (max_batch, V)
+  std::vector<std::unique_ptr<model::Sampler>> samplers_;  // one per pool worker
+  std::vector<float> logits_;     // (max_batch, V)
+  std::vector<int32_t> tokens_;   // (max_batch) the tokens SampleRows drew
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::unordered_map<std::string, Sequence*> by_id_;

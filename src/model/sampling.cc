@@ -62,11 +62,51 @@ int32_t Argmax(const float* logits, int n) {
 }
 
 Sampler::Sampler(int vocab_size)
-    : vocab_size_(vocab_size < 1 ? 1 : vocab_size), cand_(vocab_size_), prob_(vocab_size_) {}
+    : vocab_size_(vocab_size < 1 ? 1 : vocab_size),
+      cand_(vocab_size_),
+      prob_(vocab_size_),
+      block_sums_((vocab_size_ + cpu::kWeightBlock - 1) / cpu::kWeightBlock) {}
+
+int32_t Sampler::SampleFullVocab(const float* logits, float temperature, Rng* rng) {
+  const int V = vocab_size_;
+  const float mx = cpu::MaxValue(logits, V);
+  const float inv_t = 1.0f / temperature;
+  // No finite maximum (all NaN or -inf, or a +inf) or a temperature so small
+  // that 1/T overflows: the distribution is (or is indistinguishable from)
+  // the greedy choice.
+  if (!std::isfinite(mx) || !std::isfinite(inv_t)) return Argmax(logits, V);
+  cpu::ExpWeights(logits, V, mx, inv_t, prob_.data(), block_sums_.data());
+  double total = 0;
+  for (float b : block_sums_) total += b;
+  // Inverse-CDF draw in id order: find the block holding u, then the id. The
+  // block's own sum may differ from its ids' running sum in the last bits;
+  // if u falls in that sliver, the block's last id with weight is taken.
+  const double u = static_cast<double>(rng->Uniform()) * total;
+  double acc = 0;
+  for (int k = 0; k < static_cast<int>(block_sums_.size()); ++k) {
+    if (acc + block_sums_[k] <= u) {
+      acc += block_sums_[k];
+      continue;
+    }
+    const int begin = k * cpu::kWeightBlock, end = std::min(V, begin + cpu::kWeightBlock);
+    int last = begin;
+    for (int i = begin; i < end; ++i) {
+      if (prob_[i] == 0.0f) continue;
+      acc += prob_[i];
+      last = i;
+      if (u < acc) return i;
+    }
+    return last;
+  }
+  return Argmax(logits, V);  // not reached: u < total
+}
 
 int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* rng) {
   if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
   const int V = vocab_size_;
+  if ((params.top_k <= 0 || params.top_k >= V) && params.top_p >= 1.0f) {
+    return SampleFullVocab(logits, params.temperature, rng);
+  }
   int n = 0;
   for (int i = 0; i < V; ++i) {
     if (!std::isnan(logits[i])) cand_[n++] = Candidate{logits[i], i};

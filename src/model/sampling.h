@@ -56,9 +56,14 @@ class Sampler {
     float logit;
     int32_t id;
   };
+  // Temperature only (no top-k, no top-p): every id's weight with the
+  // vector kernel, then an inverse-CDF draw in id order.
+  int32_t SampleFullVocab(const float* logits, float temperature, Rng* rng);
+
   int vocab_size_;
   std::vector<Candidate> cand_;   // (vocab_size)
   std::vector<float> prob_;       // (vocab_size)
+  std::vector<float> block_sums_;  // (vocab_size / cpu::kWeightBlock, rounded up)
 };
 
 }  // namespace tw::model

@@ -207,6 +207,45 @@ TEST_P(KernelsTest, AddAndSoftmaxMatchNaive) {
   }
 }
 
+// Sampling weights against float64: exp((x - mx) / T) within 2e-6 relative,
+// exactly 0 for NaN inputs and for exponents at or below -87 (but not just
+// above it), and each block's sum within 1e-5 of the float64 sum of its
+// weights; sizes with and without a partial last block and vector tail.
+TEST_P(KernelsTest, ExpWeightsMatchFloat64AndZeroNaNAndUnderflow) {
+  for (int n : {1, 15, 256, 257, 1000, 50257}) {
+    for (float t : {1.0f, 0.7f, 0.05f}) {
+      std::vector<float> x = Random(n, &gen_, -30.0f, 10.0f);
+      x[0] = 10.0f;  // the maximum
+      if (n > 3) x[n / 2] = NAN;
+      if (n > 5) x[n / 3] = -INFINITY;
+      if (n > 7) {
+        x[n - 1] = 10.0f - 87.5f * t;  // exponent -87.5: cut
+        x[n - 2] = 10.0f - 86.0f * t;  // exponent -86: kept
+      }
+      const float mx = 10.0f, inv_t = 1.0f / t;
+      const int blocks = (n + kWeightBlock - 1) / kWeightBlock;
+      std::vector<float> out(n, kNaN), sums(blocks, kNaN);
+      ExpWeights(x.data(), n, mx, inv_t, out.data(), sums.data());
+      std::vector<double> ref_sums(blocks, 0.0);
+      for (int i = 0; i < n; ++i) {
+        const float z = (x[i] - mx) * inv_t;
+        if (std::isnan(x[i]) || !(z > -87.0f)) {
+          ASSERT_EQ(out[i], 0.0f) << "n=" << n << " t=" << t << " i=" << i << " x=" << x[i];
+          continue;
+        }
+        const double ref = std::exp(static_cast<double>(z));
+        ASSERT_NEAR(out[i], ref, 2e-6 * ref) << "n=" << n << " t=" << t << " i=" << i << " x=" << x[i];
+        ASSERT_GT(out[i], 0.0f) << "n=" << n << " i=" << i;
+        ref_sums[i / kWeightBlock] += out[i];
+      }
+      for (int k = 0; k < blocks; ++k) {
+        ASSERT_NEAR(sums[k], ref_sums[k], 1e-5 * ref_sums[k] + 1e-30) << "n=" << n << " t=" << t << " block " << k;
+      }
+      EXPECT_EQ(out[0], 1.0f);
+    }
+  }
+}
+
 // Attention over one logical K/V sequence laid out in the paged pool with
 // several block sizes (blocks in a scrambled order): each result is within
 // 2e-6 of a float64 reference, and all block sizes give the same bits (the

@@ -189,6 +189,43 @@ TEST(SamplerTest, TopKKeepsExactlyTheKBestWithSoftmaxFrequencies) {
   EXPECT_NEAR(c[7] / double(n), std::exp(8.0) / zt, 0.015);
 }
 
+// Temperature alone samples the whole vocabulary (the vector weights and
+// the block-by-block draw): frequencies follow the softmax over ids spread
+// across several 256-id blocks, at two temperatures; NaN and -inf ids are
+// never drawn, and neither are ids whose weight underflows.
+TEST(SamplerTest, TemperatureOnlyFollowsTheSoftmaxOverTheWholeVocabulary) {
+  const int V = 1000;
+  std::vector<float> l(V, -200.0f);  // weight e^-202 and less: exactly 0
+  l[3] = 2.0f;
+  l[300] = 1.5f;
+  l[511] = 1.0f;
+  l[512] = 1.0f;
+  l[999] = 0.5f;
+  for (int i : {0, 4, 256, 513, 998}) l[i] = NAN;
+  for (int i : {1, 257, 700}) l[i] = -INFINITY;
+  const int n = 20000;
+  for (float t : {1.0f, 0.5f}) {
+    std::map<int32_t, int> c = Draw(l, SamplingParams{t, 0, 1.0f}, n, 31);
+    double z = 0;
+    for (int i : {3, 300, 511, 512, 999}) z += std::exp(l[i] / t);
+    for (int i : {3, 300, 511, 512, 999}) {
+      EXPECT_NEAR(c[i] / double(n), std::exp(l[i] / t) / z, 0.015) << "T=" << t << " id " << i;
+    }
+    int others = 0;
+    for (auto& [id, count] : c) {
+      if (id != 3 && id != 300 && id != 511 && id != 512 && id != 999) others += count;
+    }
+    EXPECT_EQ(others, 0) << "T=" << t;
+  }
+  // Every id NaN: id 0, as greedy; one +inf: that id.
+  std::vector<float> nan(V, NAN);
+  Sampler s(V);
+  Rng rng(4);
+  EXPECT_EQ(s.Sample(nan.data(), SamplingParams{1.0f, 0, 1.0f}, &rng), 0);
+  l[640] = INFINITY;
+  EXPECT_EQ(s.Sample(l.data(), SamplingParams{1.0f, 0, 1.0f}, &rng), 640);
+}
+
 TEST(SamplerTest, TopPKeepsTheSmallestPrefixReachingP) {
   // Probabilities 0.5, 0.3, 0.1, 0.05, 0.05 (ids 3, 0, 4, 1, 2).
   std::vector<float> l = {std::log(0.3f), std::log(0.05f), std::log(0.05f), std::log(0.5f), std::log(0.1f)};
