@@ -24,6 +24,8 @@ struct KernelTable {
   void (*softmax)(float* x, int n);
   float (*max_value)(const float* x, int n);
   void (*exp_weights)(const float* x, int n, float mx, float inv_t, float* out, float* block_sums);
+  float (*sum_at_least)(const float* x, const float* w, int n, float t);
+  void (*keep_at_least)(const float* x, int n, float t, float* w, float* block_sums);
   void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
                  float* out);
   int tile_rows;    // MR: rows per register tile

@@ -218,6 +218,12 @@ void ExpWeights(const float* x, int n, float mx, float inv_t, float* out, float*
   Table().exp_weights(x, n, mx, inv_t, out, block_sums);
 }
 
+float SumAtLeast(const float* x, const float* w, int n, float t) { return Table().sum_at_least(x, w, n, t); }
+
+void KeepAtLeast(const float* x, int n, float t, float* w, float* block_sums) {
+  Table().keep_at_least(x, n, t, w, block_sums);
+}
+
 void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* scores, float* out) {
   Table().attend(q, kv, len, scale, scores, out);
 }

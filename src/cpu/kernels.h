@@ -89,6 +89,12 @@ float MaxValue(const float* x, int n);
 constexpr int kWeightBlock = 256;
 void ExpWeights(const float* x, int n, float mx, float inv_t, float* out, float* block_sums);
 
+// For top-k / top-p thresholds (a NaN x[i] never counts):
+// the sum of w[i] over the i with x[i] >= t; with w null, how many there are.
+float SumAtLeast(const float* x, const float* w, int n, float t);
+// w[i] = 0 where x[i] < t; block_sums as ExpWeights' for the new w.
+void KeepAtLeast(const float* x, int n, float t, float* w, float* block_sums);
+
 // Where one (layer, head) of one sequence lives in the paged KV pool:
 // token j's key is at pool + block_table[j / block_size] * block_stride
 //                            + k_offset + (j % block_size) * head_dim,

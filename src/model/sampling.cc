@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "cpu/kernels.h"
 
@@ -18,11 +19,37 @@ uint64_t SplitMix64(uint64_t* state) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// Candidate order: larger logit first, then lower id.
-template <typename C>
-bool Before(const C& a, const C& b) {
-  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+// Floats ordered as integers: Key(a) < Key(b) iff a < b (NaN excluded;
+// -0 sorts just below +0), and consecutive keys are adjacent floats.
+int32_t Key(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, sizeof i);
+  return i >= 0 ? i : static_cast<int32_t>(i ^ 0x7fffffff);
 }
+
+float FromKey(int32_t k) {
+  const int32_t i = k >= 0 ? k : static_cast<int32_t>(k ^ 0x7fffffff);
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+// The largest float t in [lo, hi] with ok(t), given ok(lo) (ok must hold
+// for every value up to some point and fail above it): a bisection on keys,
+// at most 32 probes.
+template <typename Ok>
+float LargestWith(float lo, float hi, const Ok& ok) {
+  int64_t a = Key(lo), b = Key(hi);
+  while (a < b) {
+    const int64_t mid = a + (b - a + 1) / 2;
+    if (ok(FromKey(static_cast<int32_t>(mid)))) a = mid;
+    else b = mid - 1;
+  }
+  return FromKey(static_cast<int32_t>(a));
+}
+
+// The next float above t (t finite or -inf).
+float Above(float t) { return FromKey(Key(t) + 1); }
 
 }  // namespace
 
@@ -63,19 +90,90 @@ int32_t Argmax(const float* logits, int n) {
 
 Sampler::Sampler(int vocab_size)
     : vocab_size_(vocab_size < 1 ? 1 : vocab_size),
-      cand_(vocab_size_),
       prob_(vocab_size_),
       block_sums_((vocab_size_ + cpu::kWeightBlock - 1) / cpu::kWeightBlock) {}
 
-int32_t Sampler::SampleFullVocab(const float* logits, float temperature, Rng* rng) {
+int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* rng) {
+  if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
   const int V = vocab_size_;
   const float mx = cpu::MaxValue(logits, V);
-  const float inv_t = 1.0f / temperature;
+  const float inv_t = 1.0f / params.temperature;
   // No finite maximum (all NaN or -inf, or a +inf) or a temperature so small
   // that 1/T overflows: the distribution is (or is indistinguishable from)
   // the greedy choice.
   if (!std::isfinite(mx) || !std::isfinite(inv_t)) return Argmax(logits, V);
+  // Every id's weight exp((logit - max) / T); NaN ids weigh 0.
   cpu::ExpWeights(logits, V, mx, inv_t, prob_.data(), block_sums_.data());
+
+  // The kept ids are those "at or above the cut" in the order larger logit
+  // first, then lower id: logit > t, or logit == t and id <= last_tie.
+  float t = -INFINITY;
+  int32_t last_tie = V;  // every id at t
+  const int valid = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, -INFINITY));  // non-NaN ids
+  if (params.top_k > 0 && params.top_k < valid) {
+    // t = the k-th largest logit; of the ids at t, the lowest ones fill the k.
+    const float k = static_cast<float>(params.top_k);
+    t = LargestWith(-INFINITY, mx, [&](float x) { return cpu::SumAtLeast(logits, nullptr, V, x) >= k; });
+    const int at_or_above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, t));
+    const int above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, Above(t)));
+    if (at_or_above > params.top_k) last_tie = NthIdAt(logits, t, params.top_k - above);
+  }
+  if (params.top_p < 1.0f) {
+    // Mass of what is kept so far, then the smallest prefix (in the same
+    // order) holding top_p of it.
+    const double target = static_cast<double>(params.top_p) * KeptMass(logits, t, last_tie);
+    // Above the current cut every id is kept, so the mass at or above x is a
+    // plain sum there; if even the ids above t fall short, the cut stays at t.
+    const float lo = t;
+    t = LargestWith(lo, mx, [&](float x) {
+      return x == lo || static_cast<double>(cpu::SumAtLeast(logits, prob_.data(), V, x)) >= target;
+    });
+    // The ids at t, in id order (within the cut already made), until the
+    // mass reaches the target: at least one. (A single id at t: it is the one.)
+    const int limit = t == lo ? last_tie : V;
+    if (t != lo) last_tie = V;
+    if (cpu::SumAtLeast(logits, nullptr, V, t) - cpu::SumAtLeast(logits, nullptr, V, Above(t)) > 1) {
+      double acc = cpu::SumAtLeast(logits, prob_.data(), V, Above(t));
+      int32_t last = -1;
+      for (int i = 0; i < V && i <= limit && (last < 0 || acc < target); ++i) {
+        if (logits[i] == t) acc += prob_[i], last = i;
+      }
+      if (last >= 0) last_tie = last;
+    }
+  }
+  if (t != -INFINITY || last_tie < V) Cut(logits, t, last_tie);
+  return Draw(rng);
+}
+
+int32_t Sampler::NthIdAt(const float* logits, float t, int n) const {
+  for (int i = 0; i < vocab_size_; ++i) {
+    if (logits[i] == t && --n == 0) return i;
+  }
+  return vocab_size_;
+}
+
+double Sampler::KeptMass(const float* logits, float t, int32_t last_tie) const {
+  const int V = vocab_size_;
+  if (last_tie >= V) return cpu::SumAtLeast(logits, prob_.data(), V, t);
+  double m = cpu::SumAtLeast(logits, prob_.data(), V, Above(t));
+  for (int i = 0; i <= last_tie; ++i) {
+    if (logits[i] == t) m += prob_[i];
+  }
+  return m;
+}
+
+void Sampler::Cut(const float* logits, float t, int32_t last_tie) {
+  const int V = vocab_size_;
+  // Ties past the last kept one first, then everything below t (which also
+  // sums the blocks again).
+  for (int i = last_tie + 1; i < V; ++i) {
+    if (logits[i] == t) prob_[i] = 0.0f;
+  }
+  cpu::KeepAtLeast(logits, V, t, prob_.data(), block_sums_.data());
+}
+
+int32_t Sampler::Draw(Rng* rng) const {
+  const int V = vocab_size_;
   double total = 0;
   for (float b : block_sums_) total += b;
   // Inverse-CDF draw in id order: find the block holding u, then the id. The
@@ -83,13 +181,14 @@ int32_t Sampler::SampleFullVocab(const float* logits, float temperature, Rng* rn
   // if u falls in that sliver, the block's last id with weight is taken.
   const double u = static_cast<double>(rng->Uniform()) * total;
   double acc = 0;
+  int32_t last = 0;
   for (int k = 0; k < static_cast<int>(block_sums_.size()); ++k) {
     if (acc + block_sums_[k] <= u) {
       acc += block_sums_[k];
       continue;
     }
     const int begin = k * cpu::kWeightBlock, end = std::min(V, begin + cpu::kWeightBlock);
-    int last = begin;
+    last = begin;
     for (int i = begin; i < end; ++i) {
       if (prob_[i] == 0.0f) continue;
       acc += prob_[i];
@@ -98,76 +197,11 @@ int32_t Sampler::SampleFullVocab(const float* logits, float temperature, Rng* rn
     }
     return last;
   }
-  return Argmax(logits, V);  // not reached: u < total
-}
-
-int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* rng) {
-  if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
-  const int V = vocab_size_;
-  if ((params.top_k <= 0 || params.top_k >= V) && params.top_p >= 1.0f) {
-    return SampleFullVocab(logits, params.temperature, rng);
+  // Not reached while u < total; a last resort, the last id with weight.
+  for (int i = V - 1; i >= 0; --i) {
+    if (prob_[i] != 0.0f) return i;
   }
-  int n = 0;
-  for (int i = 0; i < V; ++i) {
-    if (!std::isnan(logits[i])) cand_[n++] = Candidate{logits[i], i};
-  }
-  if (n == 0) return 0;
-  auto before = [](const Candidate& a, const Candidate& b) { return Before(a, b); };
-
-  // top-k: the k best, in order.
-  int keep = n;
-  if (params.top_k > 0 && params.top_k < n) {
-    keep = params.top_k;
-    std::partial_sort(cand_.begin(), cand_.begin() + keep, cand_.begin() + n, before);
-  }
-  const bool sorted = keep < n;
-  // Probabilities over the kept candidates (max-subtracted softmax).
-  float mx = cand_[0].logit;
-  for (int i = 0; i < keep; ++i) mx = std::max(mx, cand_[i].logit);
-  double total = 0;
-  for (int i = 0; i < keep; ++i) {
-    prob_[i] = std::exp((cand_[i].logit - mx) / params.temperature);
-    total += prob_[i];
-  }
-
-  if (params.top_p < 1.0f) {
-    // Sort the kept candidates best-first (if top-k has not), growing the
-    // sorted prefix until it holds top_p of the mass.
-    const double target = static_cast<double>(params.top_p) * total;
-    if (!sorted) {
-      // prob_ must follow the candidate order: sort pairs by logit, recompute.
-      int prefix = std::min(keep, 64);
-      for (;;) {
-        std::partial_sort(cand_.begin(), cand_.begin() + prefix, cand_.begin() + keep, before);
-        double acc = 0;
-        for (int i = 0; i < prefix; ++i) acc += std::exp((cand_[i].logit - mx) / params.temperature);
-        if (acc >= target || prefix == keep) break;
-        prefix = std::min(keep, prefix * 4);
-      }
-      for (int i = 0; i < keep; ++i) prob_[i] = std::exp((cand_[i].logit - mx) / params.temperature);
-    }
-    double acc = 0;
-    int cut = keep;
-    for (int i = 0; i < keep; ++i) {
-      acc += prob_[i];
-      if (acc >= target) {
-        cut = i + 1;
-        break;
-      }
-    }
-    keep = cut;
-    total = 0;
-    for (int i = 0; i < keep; ++i) total += prob_[i];
-  }
-
-  // Inverse-CDF draw over the kept candidates.
-  const double u = static_cast<double>(rng->Uniform()) * total;
-  double acc = 0;
-  for (int i = 0; i < keep; ++i) {
-    acc += prob_[i];
-    if (u < acc) return cand_[i].id;
-  }
-  return cand_[keep - 1].id;
+  return last;
 }
 
 }  // namespace tw::model

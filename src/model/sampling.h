@@ -52,17 +52,19 @@ class Sampler {
   int32_t Sample(const float* logits, const SamplingParams& params, Rng* rng);
 
  private:
-  struct Candidate {
-    float logit;
-    int32_t id;
-  };
-  // Temperature only (no top-k, no top-p): every id's weight with the
-  // vector kernel, then an inverse-CDF draw in id order.
-  int32_t SampleFullVocab(const float* logits, float temperature, Rng* rng);
+  // Helpers over prob_ (the ids' weights); "at or above the cut (t,
+  // last_tie)" means logit > t, or logit == t and id <= last_tie.
+  // The id of the n-th (1-based) id whose logit is t, in id order.
+  int32_t NthIdAt(const float* logits, float t, int n) const;
+  // The weight of the ids at or above the cut.
+  double KeptMass(const float* logits, float t, int32_t last_tie) const;
+  // Zeroes the weight of every id below the cut (and fixes block_sums_).
+  void Cut(const float* logits, float t, int32_t last_tie);
+  // Inverse-CDF draw over prob_ in id order, through block_sums_.
+  int32_t Draw(Rng* rng) const;
 
   int vocab_size_;
-  std::vector<Candidate> cand_;   // (vocab_size)
-  std::vector<float> prob_;       // (vocab_size)
+  std::vector<float> prob_;        // (vocab_size) weights, 0 for ids not kept
   std::vector<float> block_sums_;  // (vocab_size / cpu::kWeightBlock, rounded up)
 };
 

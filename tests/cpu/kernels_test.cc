@@ -246,6 +246,36 @@ TEST_P(KernelsTest, ExpWeightsMatchFloat64AndZeroNaNAndUnderflow) {
   }
 }
 
+// The threshold kernels behind top-k / top-p: counts exact, sums within
+// float rounding, NaN never at or above anything, -inf at or above -inf,
+// thresholds on a value (ties count), between values, and past the ends.
+TEST_P(KernelsTest, SumAtLeastAndKeepAtLeastMatchPlainLoops) {
+  for (int n : {1, 15, 256, 300, 5000}) {
+    std::vector<float> x = Random(n, &gen_, -4.0f, 4.0f);
+    for (int i = 0; i < n; i += 7) x[i] = 1.5f;  // ties
+    if (n > 3) x[3] = NAN, x[n - 1] = -INFINITY;
+    const std::vector<float> w = Random(n, &gen_, 0.0f, 1.0f);
+    for (float t : {-INFINITY, -4.5f, -1.0f, 0.0f, 1.5f, 1.5000001f, 3.9f, 5.0f, INFINITY}) {
+      double count = 0, mass = 0;
+      for (int i = 0; i < n; ++i) {
+        if (x[i] >= t) count += 1, mass += w[i];
+      }
+      ASSERT_EQ(SumAtLeast(x.data(), nullptr, n, t), count) << "n=" << n << " t=" << t;
+      ASSERT_NEAR(SumAtLeast(x.data(), w.data(), n, t), mass, 1e-5 * (mass + 1)) << "n=" << n << " t=" << t;
+      std::vector<float> kept = w;
+      const int blocks = (n + kWeightBlock - 1) / kWeightBlock;
+      std::vector<float> sums(blocks, kNaN);
+      KeepAtLeast(x.data(), n, t, kept.data(), sums.data());
+      std::vector<double> ref(blocks, 0.0);
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(kept[i], x[i] >= t ? w[i] : 0.0f) << "n=" << n << " t=" << t << " i=" << i;
+        ref[i / kWeightBlock] += kept[i];
+      }
+      for (int k = 0; k < blocks; ++k) ASSERT_NEAR(sums[k], ref[k], 1e-5 * (ref[k] + 1)) << "block " << k;
+    }
+  }
+}
+
 // Attention over one logical K/V sequence laid out in the paged pool with
 // several block sizes (blocks in a scrambled order): each result is within
 // 2e-6 of a float64 reference, and all block sizes give the same bits (the

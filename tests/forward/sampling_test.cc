@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -250,6 +251,109 @@ TEST(SamplerTest, TopPKeepsTheSmallestPrefixReachingP) {
   c = Draw(flat, SamplingParams{1.0f, 0, 0.5f}, 1500, 25);
   EXPECT_GT(c.size(), 180u);  // ~199 expected
   EXPECT_LT(c.rbegin()->first, 200);
+}
+
+// top-k and top-p over GPT-2's vocabulary size (many weight blocks): ties
+// at the cut broken toward lower ids across blocks, top-p on a flat
+// distribution (the cut falls inside one run of tied logits), top-k then
+// top-p inside the ties, and NaN ids never drawn.
+TEST(SamplerTest, TopKAndTopPCutsOverAFullVocabulary) {
+  const int V = 50257;
+  std::vector<float> l(V, -10.0f);
+  l[7] = 4.0f;
+  for (int i : {100, 5000, 20000, 40000, 50000}) l[i] = 3.0f;
+  for (int i = 1; i < V; i += 997) l[i] = NAN;
+  const int n = 1500;
+  std::map<int32_t, int> c = Draw(l, SamplingParams{1.0f, 3, 1.0f}, n, 41);
+  EXPECT_EQ(c.size(), 3u);
+  const double z = std::exp(4.0) + 2 * std::exp(3.0);
+  EXPECT_NEAR(c[7] / double(n), std::exp(4.0) / z, 0.04);
+  EXPECT_NEAR(c[100] / double(n), std::exp(3.0) / z, 0.04);
+  EXPECT_NEAR(c[5000] / double(n), std::exp(3.0) / z, 0.04);
+  // top-p 0.7 of {4, 3 x5, -10 x the rest}: e^4 is 0.35 of the mass, each 3.0
+  // id 0.13: the cut needs id 7 and three of the ties, the lowest ids.
+  double total = std::exp(4.0) + 5 * std::exp(3.0), rest = 0;
+  for (int i = 0; i < V; ++i) {
+    if (l[i] == -10.0f) rest += std::exp(-10.0);
+  }
+  total += rest;
+  ASSERT_LT(std::exp(4.0) + 2 * std::exp(3.0), 0.7 * total);
+  ASSERT_GE(std::exp(4.0) + 3 * std::exp(3.0), 0.7 * total);
+  c = Draw(l, SamplingParams{1.0f, 0, 0.7f}, n, 42);
+  std::set<int32_t> ids;
+  for (auto& [id, count] : c) ids.insert(id);
+  EXPECT_EQ(ids, (std::set<int32_t>{7, 100, 5000, 20000}));
+  // Flat logits: p = 0.5 keeps the lower 25129 ids (25128 hold just under half).
+  std::vector<float> flat(V, 0.5f);
+  c = Draw(flat, SamplingParams{1.0f, 0, 0.5f}, 600, 43);
+  EXPECT_GT(c.size(), 550u);
+  EXPECT_EQ(c.rbegin()->first <= 25128, true) << c.rbegin()->first;
+  EXPECT_GT(c.rbegin()->first, 20000);
+  // top-k 1000 of flat logits keeps ids 0..999; then top-p 0.25 keeps 0..249.
+  c = Draw(flat, SamplingParams{1.0f, 1000, 1.0f}, 600, 44);
+  EXPECT_LE(c.rbegin()->first, 999);
+  EXPECT_GT(c.rbegin()->first, 900);
+  c = Draw(flat, SamplingParams{1.0f, 1000, 0.25f}, 600, 45);
+  EXPECT_LE(c.rbegin()->first, 249);
+  EXPECT_GT(c.rbegin()->first, 200);
+}
+
+// Random logits (ties, NaN, +-inf, runs of one value) and random settings:
+// the draw is always a valid id, never a NaN one while another exists, inside
+// the top k (larger logit first, then lower id), and inside the smallest
+// prefix reaching top_p (computed here in double; one id of slack for
+// rounding at the boundary).
+TEST(SamplerTest, RandomLogitsAndSettingsStayInsideTheirCuts) {
+  std::mt19937 gen(77);
+  std::uniform_real_distribution<float> u01(0.0f, 1.0f);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int V = 1 + static_cast<int>(gen() % 1500);
+    std::vector<float> l(V);
+    for (float& x : l) {
+      const float r = u01(gen);
+      x = r < 0.05f ? NAN : r < 0.08f ? -INFINITY : r < 0.3f ? 1.25f : (u01(gen) - 0.5f) * 20.0f;
+    }
+    if (trial % 10 == 0) l[gen() % V] = INFINITY;
+    const SamplingParams p{trial % 7 == 0 ? 0.02f : 0.3f + 2 * u01(gen),
+                           trial % 3 == 0 ? 0 : 1 + static_cast<int>(gen() % 60),
+                           trial % 4 == 0 ? 1.0f : 0.05f + u01(gen)};
+    // Reference order and cuts.
+    std::vector<int> order;
+    for (int i = 0; i < V; ++i) {
+      if (!std::isnan(l[i])) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+    Sampler s(V);
+    Rng rng(trial);
+    // The reference top-p cut (ranks [0, cut)).
+    int cut = static_cast<int>(order.size());
+    if (p.top_p < 1.0f && !order.empty() && std::isfinite(l[order[0]])) {
+      const int kept = p.top_k > 0 ? std::min<int>(p.top_k, static_cast<int>(order.size())) : static_cast<int>(order.size());
+      double total = 0;
+      for (int r = 0; r < kept; ++r) total += std::exp((static_cast<double>(l[order[r]]) - l[order[0]]) / p.temperature);
+      double acc = 0;
+      cut = kept;
+      for (int r = 0; r < kept; ++r) {
+        acc += std::exp((static_cast<double>(l[order[r]]) - l[order[0]]) / p.temperature);
+        if (acc >= p.top_p * total) {
+          cut = r + 1;
+          break;
+        }
+      }
+    }
+    for (int draw = 0; draw < 20; ++draw) {
+      const int32_t id = s.Sample(l.data(), p, &rng);
+      ASSERT_GE(id, 0);
+      ASSERT_LT(id, V);
+      if (order.empty()) continue;
+      ASSERT_FALSE(std::isnan(l[id])) << "trial " << trial;
+      const int rank = static_cast<int>(std::find(order.begin(), order.end(), id) - order.begin());
+      if (p.top_k > 0) {
+        ASSERT_LT(rank, p.top_k) << "trial " << trial;
+      }
+      ASSERT_LT(rank, cut + 1) << "trial " << trial << " V=" << V << " k=" << p.top_k << " p=" << p.top_p;
+    }
+  }
 }
 
 TEST(SamplerTest, SeededStreamThroughTheModelIgnoresBatchCompany) {
