@@ -109,8 +109,7 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* 
   // first, then lower id: logit > t, or logit == t and id <= last_tie.
   float t = -INFINITY;
   int32_t last_tie = V;  // every id at t
-  const int valid = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, -INFINITY));  // non-NaN ids
-  if (params.top_k > 0 && params.top_k < valid) {
+  if (params.top_k > 0 && params.top_k < static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, -INFINITY))) {
     // t = the k-th largest logit; of the ids at t, the lowest ones fill the k.
     const float k = static_cast<float>(params.top_k);
     t = LargestWith(-INFINITY, mx, [&](float x) { return cpu::SumAtLeast(logits, nullptr, V, x) >= k; });
