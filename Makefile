@@ -51,8 +51,9 @@ SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
 
 GTEST_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/libgtest.a /usr/local/lib/libgtest.a))
 
-# The bench's shared code (the SVG chart writer) as $(BENCH_LIB); the client
-# tests link it to check its output.
+# The bench's shared code (the SVG chart writer, the result-file convention,
+# the load generators' event loop) as $(BENCH_LIB); the client tests link it
+# to check the charts.
 include bench/lib/bench.mk
 
 .PHONY: all test fuzz fuzz-check run bench clean gtest-check

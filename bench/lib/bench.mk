@@ -1,5 +1,5 @@
-# Suggested rules for the bench's shared library code (bench/lib/*.cc, e.g.
-# the SVG chart writer). Include from the top-level Makefile after its own
+# Rules for the bench's shared library code (bench/lib/*.cc: the SVG chart
+# writer, the result-file convention, the load generators' event loop). Include from the top-level Makefile after its own
 # variables are set:
 #
 #   include bench/lib/bench.mk

@@ -13,11 +13,6 @@
 
 namespace tw::loadgen {
 
-double NowUs() {
-  static const auto start = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-}
-
 Engine::Engine(uint16_t port, EngineOptions options)
     : port_(port), options_(options), buf_(options.read_buffer_bytes) {}
 
@@ -214,42 +209,18 @@ void Engine::OnEvents(Conn* c, uint32_t events) {
   if (c->phase_ == Conn::Phase::kReading && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) ReadSome(c);
 }
 
-void Engine::At(double at_us, std::function<void()> fn) {
-  timers_.push(Timer{at_us, timer_seq_++, std::move(fn)});
-}
+void Engine::At(double at_us, std::function<void()> fn) { loop_.At(at_us, std::move(fn)); }
 
-bool Engine::Run(const std::function<bool()>& done, double deadline_us,
-                 const std::function<void()>& tick, int tick_ms) {
-  std::vector<epoll_event> events(1024);
-  double next_tick = NowUs() + tick_ms * 1000.0;
-  while (!done()) {
-    double now = NowUs();
-    if (now >= deadline_us) return false;
-    while (!timers_.empty() && timers_.top().at_us <= now) {
-      auto fn = timers_.top().fn;
-      timers_.pop();
-      fn();
-    }
-    if (done()) break;
-    if (tick && now >= next_tick) {
-      tick();
-      next_tick = now + tick_ms * 1000.0;
-    }
-    double wait_us = std::min(deadline_us, next_tick) - now;
-    if (!timers_.empty()) wait_us = std::min(wait_us, timers_.top().at_us - now);
-    int timeout_ms = wait_us <= 0 ? 0 : static_cast<int>(wait_us / 1000.0) + 1;
-    if (timeout_ms > 100) timeout_ms = 100;
-    int n = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
-    for (int i = 0; i < n; ++i) {
-      Conn* c = static_cast<Conn*>(events[i].data.ptr);
-      // A Conn closed earlier in this batch is in the graveyard, still valid.
-      if (c->phase_ == Conn::Phase::kClosed) continue;
-      OnEvents(c, events[i].events);
-    }
-    graveyard_.clear();
-  }
-  graveyard_.clear();
-  return true;
+bool Engine::Run(const std::function<bool()>& done, double deadline_us, const std::function<void()>& tick,
+                 int tick_ms) {
+  return loop_.Run(
+      epfd_, done, deadline_us, tick, tick_ms,
+      [this](void* ptr, uint32_t events) {
+        Conn* c = static_cast<Conn*>(ptr);
+        // A Conn closed earlier in this batch is in the graveyard, still valid.
+        if (c->phase_ != Conn::Phase::kClosed) OnEvents(c, events);
+      },
+      [this] { graveyard_.clear(); });
 }
 
 }  // namespace tw::loadgen

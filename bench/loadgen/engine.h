@@ -28,11 +28,12 @@
 
 #include "client/response_parser.h"
 #include "common/status.h"
+#include "lib/event_loop.h"
 
 namespace tw::loadgen {
 
 // Microseconds on the monotonic clock since the first call.
-double NowUs();
+using bench::NowUs;
 
 class Conn;
 
@@ -120,13 +121,6 @@ class Engine {
   void Release(Conn* c, bool reset);
   void UpdateInterest(Conn* c);
 
-  struct Timer {
-    double at_us;
-    uint64_t seq;
-    std::function<void()> fn;
-    bool operator>(const Timer& o) const { return at_us != o.at_us ? at_us > o.at_us : seq > o.seq; }
-  };
-
   uint16_t port_;
   EngineOptions options_;
   int epfd_ = -1;
@@ -136,8 +130,7 @@ class Engine {
   size_t connecting_ = 0;
   size_t connect_failures_ = 0;
   std::vector<std::unique_ptr<Conn>> graveyard_;  // freed after each epoll batch
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
-  uint64_t timer_seq_ = 0;
+  bench::EventLoop loop_;
 };
 
 }  // namespace tw::loadgen

@@ -17,11 +17,6 @@
 
 namespace tw::ws_loadgen {
 
-double NowUs() {
-  static const auto start = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-}
-
 // The reader's callbacks for one connection.
 class WsConn::Sink : public ws::MessageHandler {
  public:
@@ -304,43 +299,18 @@ void WsEngine::OnEvents(WsConn* c, uint32_t events) {
   if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ReadSome(c);
 }
 
-void WsEngine::At(double at_us, std::function<void()> fn) {
-  timers_.push(Timer{at_us, timer_seq_++, std::move(fn)});
-}
+void WsEngine::At(double at_us, std::function<void()> fn) { loop_.At(at_us, std::move(fn)); }
 
 bool WsEngine::Run(const std::function<bool()>& done, double deadline_us, const std::function<void()>& tick,
-                   int tick_ms) {
-  std::vector<epoll_event> events(1024);
-  double next_tick = NowUs() + tick_ms * 1000.0;
-  while (!done()) {
-    double now = NowUs();
-    if (now >= deadline_us) return false;
-    while (!timers_.empty() && timers_.top().at_us <= now) {
-      auto fn = timers_.top().fn;
-      timers_.pop();
-      fn();
-    }
-    graveyard_.clear();  // timers run outside any callback of a conn
-    if (done()) break;
-    if (tick && now >= next_tick) {
-      tick();
-      next_tick = now + tick_ms * 1000.0;
-    }
-    double wait_us = std::min(deadline_us, next_tick) - now;
-    if (!timers_.empty()) wait_us = std::min(wait_us, timers_.top().at_us - now);
-    int timeout_ms = wait_us <= 0 ? 0 : static_cast<int>(wait_us / 1000.0) + 1;
-    if (timeout_ms > 100) timeout_ms = 100;
-    int n = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
-    for (int i = 0; i < n; ++i) {
-      WsConn* c = static_cast<WsConn*>(events[i].data.ptr);
-      // A WsConn closed earlier in this batch is in the graveyard, still valid.
-      if (c->phase_ == WsConn::Phase::kClosed) continue;
-      OnEvents(c, events[i].events);
-    }
-    graveyard_.clear();
-  }
-  graveyard_.clear();
-  return true;
+                 int tick_ms) {
+  return loop_.Run(
+      epfd_, done, deadline_us, tick, tick_ms,
+      [this](void* ptr, uint32_t events) {
+        WsConn* c = static_cast<WsConn*>(ptr);
+        // A WsConn closed earlier in this batch is in the graveyard, still valid.
+        if (c->phase_ != WsConn::Phase::kClosed) OnEvents(c, events);
+      },
+      [this] { graveyard_.clear(); });
 }
 
 }  // namespace tw::ws_loadgen

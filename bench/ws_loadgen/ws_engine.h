@@ -33,12 +33,13 @@
 #include <vector>
 
 #include "common/status.h"
+#include "lib/event_loop.h"
 #include "ws/frame.h"
 
 namespace tw::ws_loadgen {
 
 // Microseconds on the monotonic clock since the first call.
-double NowUs();
+using bench::NowUs;
 
 class WsConn;
 
@@ -131,13 +132,6 @@ class WsEngine {
   void UpdateInterest(WsConn* c);
   void Mask(uint8_t key[4]);
 
-  struct Timer {
-    double at_us;
-    uint64_t seq;
-    std::function<void()> fn;
-    bool operator>(const Timer& o) const { return at_us != o.at_us ? at_us > o.at_us : seq > o.seq; }
-  };
-
   uint16_t port_;
   WsEngineOptions options_;
   int epfd_ = -1;
@@ -148,8 +142,7 @@ class WsEngine {
   size_t connecting_ = 0;
   size_t connect_failures_ = 0;
   std::vector<std::unique_ptr<WsConn>> graveyard_;  // freed after each epoll batch
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
-  uint64_t timer_seq_ = 0;
+  bench::EventLoop loop_;
 };
 
 }  // namespace tw::ws_loadgen
