@@ -25,6 +25,7 @@ struct KernelTable {
   float (*max_value)(const float* x, int n);
   void (*exp_weights)(const float* x, int n, float mx, float inv_t, float* out, float* block_sums);
   float (*sum_at_least)(const float* x, const float* w, int n, float t);
+  int (*collect_at_least)(const float* x, int n, float t, int32_t* ids, int cap);
   void (*keep_at_least)(const float* x, int n, float t, float* w, float* block_sums);
   void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
                  float* out);

@@ -220,6 +220,10 @@ void ExpWeights(const float* x, int n, float mx, float inv_t, float* out, float*
 
 float SumAtLeast(const float* x, const float* w, int n, float t) { return Table().sum_at_least(x, w, n, t); }
 
+int CollectAtLeast(const float* x, int n, float t, int32_t* ids, int cap) {
+  return Table().collect_at_least(x, n, t, ids, cap);
+}
+
 void KeepAtLeast(const float* x, int n, float t, float* w, float* block_sums) {
   Table().keep_at_least(x, n, t, w, block_sums);
 }

@@ -92,6 +92,9 @@ void ExpWeights(const float* x, int n, float mx, float inv_t, float* out, float*
 // For top-k / top-p thresholds (a NaN x[i] never counts):
 // the sum of w[i] over the i with x[i] >= t; with w null, how many there are.
 float SumAtLeast(const float* x, const float* w, int n, float t);
+// How many i have x[i] >= t; the first `cap` of those i, in increasing order,
+// are written to ids.
+int CollectAtLeast(const float* x, int n, float t, int32_t* ids, int cap);
 // w[i] = 0 where x[i] < t; block_sums as ExpWeights' for the new w.
 void KeepAtLeast(const float* x, int n, float t, float* w, float* block_sums);
 

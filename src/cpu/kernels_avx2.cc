@@ -40,6 +40,8 @@ struct V {
   static T KeepIfGreater(T v, T a, T b) { return _mm256_and_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ), v); }
   // v where a >= b, else 0 (also where a or b is NaN).
   static T KeepIfAtLeast(T v, T a, T b) { return _mm256_and_ps(_mm256_cmp_ps(a, b, _CMP_GE_OQ), v); }
+  // Bit i set where lane i of a >= b (never for NaN).
+  static unsigned AtLeastMask(T a, T b) { return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GE_OQ))); }
   static float ReduceAdd(T v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

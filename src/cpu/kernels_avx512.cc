@@ -47,6 +47,8 @@ struct V {
   static T KeepIfGreater(T v, T a, T b) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), v); }
   // v where a >= b, else 0 (also where a or b is NaN).
   static T KeepIfAtLeast(T v, T a, T b) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, b, _CMP_GE_OQ), v); }
+  // Bit i set where lane i of a >= b (never for NaN).
+  static unsigned AtLeastMask(T a, T b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   // Horizontal sum as a fixed tree: lane i + lane i+8, then i+4, i+2, i+1.
   // SumEach below follows the same tree lane by lane, so both give the same
   // bits for the same vector.

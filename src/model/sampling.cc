@@ -91,7 +91,9 @@ int32_t Argmax(const float* logits, int n) {
 Sampler::Sampler(int vocab_size)
     : vocab_size_(vocab_size < 1 ? 1 : vocab_size),
       prob_(vocab_size_),
-      block_sums_((vocab_size_ + cpu::kWeightBlock - 1) / cpu::kWeightBlock) {}
+      block_sums_((vocab_size_ + cpu::kWeightBlock - 1) / cpu::kWeightBlock),
+      block_max_(block_sums_.size()),
+      candidates_(std::min(vocab_size_, kMaxCandidates)) {}
 
 int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* rng) {
   if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
@@ -111,11 +113,13 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* 
   int32_t last_tie = V;  // every id at t
   if (params.top_k > 0 && params.top_k < static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, -INFINITY))) {
     // t = the k-th largest logit; of the ids at t, the lowest ones fill the k.
-    const float k = static_cast<float>(params.top_k);
-    t = LargestWith(-INFINITY, mx, [&](float x) { return cpu::SumAtLeast(logits, nullptr, V, x) >= k; });
-    const int at_or_above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, t));
-    const int above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, Above(t)));
-    if (at_or_above > params.top_k) last_tie = NthIdAt(logits, t, params.top_k - above);
+    if (!TopKFromCandidates(logits, params.top_k, &t, &last_tie)) {
+      const float k = static_cast<float>(params.top_k);
+      t = LargestWith(-INFINITY, mx, [&](float x) { return cpu::SumAtLeast(logits, nullptr, V, x) >= k; });
+      const int at_or_above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, t));
+      const int above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, Above(t)));
+      if (at_or_above > params.top_k) last_tie = NthIdAt(logits, t, params.top_k - above);
+    }
   }
   if (params.top_p < 1.0f) {
     // Mass of what is kept so far, then the smallest prefix (in the same
@@ -142,6 +146,36 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* 
   }
   if (t != -INFINITY || last_tie < V) Cut(logits, t, last_tie);
   return Draw(rng);
+}
+
+bool Sampler::TopKFromCandidates(const float* logits, int k, float* t, int32_t* last_tie) {
+  const int V = vocab_size_;
+  const int blocks = static_cast<int>(block_max_.size());
+  if (k > blocks) return false;
+  // The k largest block maxima are k distinct ids, so the k-th largest logit
+  // is at least the k-th largest block maximum: every id of the top k is
+  // among the ids at or above it, usually not many more than k.
+  for (int b = 0; b < blocks; ++b) {
+    const int begin = b * cpu::kWeightBlock;
+    block_max_[b] = cpu::MaxValue(logits + begin, std::min(V, begin + cpu::kWeightBlock) - begin);
+  }
+  std::nth_element(block_max_.begin(), block_max_.begin() + (k - 1), block_max_.end(), std::greater<float>());
+  const float floor = block_max_[k - 1];
+  if (floor == -INFINITY) return false;
+  const int n = cpu::CollectAtLeast(logits, V, floor, candidates_.data(), static_cast<int>(candidates_.size()));
+  if (n > static_cast<int>(candidates_.size())) return false;
+  // The k-th of the order "larger logit first, then lower id".
+  std::nth_element(candidates_.begin(), candidates_.begin() + (k - 1), candidates_.begin() + n,
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  const int32_t kth = candidates_[k - 1];
+  *t = logits[kth];
+  // Every id at t is a candidate; only if one comes after the k-th must the
+  // ties be cut at it.
+  *last_tie = V;
+  for (int i = k; i < n; ++i) {
+    if (logits[candidates_[i]] == *t) *last_tie = kth;
+  }
+  return true;
 }
 
 int32_t Sampler::NthIdAt(const float* logits, float t, int n) const {

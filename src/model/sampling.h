@@ -56,6 +56,11 @@ class Sampler {
   // last_tie)" means logit > t, or logit == t and id <= last_tie.
   // The id of the n-th (1-based) id whose logit is t, in id order.
   int32_t NthIdAt(const float* logits, float t, int n) const;
+  // The top-k cut from the ids at or above the k-th largest block maximum:
+  // *t = the k-th largest logit, *last_tie = the id of the k-th in the
+  // order (or vocab_size when no id at t comes after it). False (nothing set) when k exceeds the block count or more than
+  // kMaxCandidates ids qualify; the caller then bisects.
+  bool TopKFromCandidates(const float* logits, int k, float* t, int32_t* last_tie);
   // The weight of the ids at or above the cut.
   double KeptMass(const float* logits, float t, int32_t last_tie) const;
   // Zeroes the weight of every id below the cut (and fixes block_sums_).
@@ -66,6 +71,9 @@ class Sampler {
   int vocab_size_;
   std::vector<float> prob_;        // (vocab_size) weights, 0 for ids not kept
   std::vector<float> block_sums_;  // (vocab_size / cpu::kWeightBlock, rounded up)
+  static constexpr int kMaxCandidates = 4096;
+  std::vector<float> block_max_;       // (as block_sums_) scratch for top-k
+  std::vector<int32_t> candidates_;    // (min(vocab_size, kMaxCandidates)) scratch for top-k
 };
 
 }  // namespace tw::model

@@ -246,7 +246,8 @@ TEST_P(KernelsTest, ExpWeightsMatchFloat64AndZeroNaNAndUnderflow) {
   }
 }
 
-// The threshold kernels behind top-k / top-p: counts exact, sums within
+// The threshold kernels behind top-k / top-p: counts and collected ids exact
+// (also when the ids do not all fit), sums within
 // float rounding, NaN never at or above anything, -inf at or above -inf,
 // thresholds on a value (ties count), between values, and past the ends.
 TEST_P(KernelsTest, SumAtLeastAndKeepAtLeastMatchPlainLoops) {
@@ -261,6 +262,17 @@ TEST_P(KernelsTest, SumAtLeastAndKeepAtLeastMatchPlainLoops) {
         if (x[i] >= t) count += 1, mass += w[i];
       }
       ASSERT_EQ(SumAtLeast(x.data(), nullptr, n, t), count) << "n=" << n << " t=" << t;
+      std::vector<int32_t> want, got(n + 1, -1);
+      for (int i = 0; i < n; ++i) {
+        if (x[i] >= t) want.push_back(i);
+      }
+      for (int cap : {n, static_cast<int>(want.size()) / 2}) {
+        std::fill(got.begin(), got.end(), -1);
+        ASSERT_EQ(CollectAtLeast(x.data(), n, t, got.data(), cap), static_cast<int>(want.size())) << "n=" << n << " t=" << t;
+        const size_t kept = std::min(want.size(), static_cast<size_t>(cap));
+        ASSERT_TRUE(std::equal(want.begin(), want.begin() + kept, got.begin())) << "n=" << n << " t=" << t << " cap=" << cap;
+        ASSERT_EQ(got[kept], -1) << "wrote past cap " << cap;
+      }
       ASSERT_NEAR(SumAtLeast(x.data(), w.data(), n, t), mass, 1e-5 * (mass + 1)) << "n=" << n << " t=" << t;
       std::vector<float> kept = w;
       const int blocks = (n + kWeightBlock - 1) / kWeightBlock;

@@ -298,7 +298,8 @@ TEST(SamplerTest, TopKAndTopPCutsOverAFullVocabulary) {
   EXPECT_GT(c.rbegin()->first, 200);
 }
 
-// Random logits (ties, NaN, +-inf, runs of one value) and random settings:
+// Random logits (ties, NaN, +-inf, runs of one value; small vocabularies and
+// GPT-2-sized ones) and random settings:
 // the draw is always a valid id, never a NaN one while another exists, inside
 // the top k (larger logit first, then lower id), and inside the smallest
 // prefix reaching top_p (computed here in double; one id of slack for
@@ -307,11 +308,15 @@ TEST(SamplerTest, RandomLogitsAndSettingsStayInsideTheirCuts) {
   std::mt19937 gen(77);
   std::uniform_real_distribution<float> u01(0.0f, 1.0f);
   for (int trial = 0; trial < 300; ++trial) {
-    const int V = 1 + static_cast<int>(gen() % 1500);
+    // Every fifth trial a vocabulary of 10k-50k ids with whole-number logits
+    // (long runs of ties at the top k).
+    const bool large = trial % 5 == 1;
+    const int V = large ? 10000 + static_cast<int>(gen() % 40258) : 1 + static_cast<int>(gen() % 1500);
     std::vector<float> l(V);
     for (float& x : l) {
       const float r = u01(gen);
       x = r < 0.05f ? NAN : r < 0.08f ? -INFINITY : r < 0.3f ? 1.25f : (u01(gen) - 0.5f) * 20.0f;
+      if (large && std::isfinite(x)) x = std::round(x);
     }
     if (trial % 10 == 0) l[gen() % V] = INFINITY;
     const SamplingParams p{trial % 7 == 0 ? 0.02f : 0.3f + 2 * u01(gen),
