@@ -781,7 +781,8 @@ int main(int argc, char** argv) {
   if (a.out.empty() || (a.exp != "overlap" && a.exp != "joiners" && a.exp != "disconnects" &&
                          a.exp != "slow_readers")) {
     std::fprintf(stderr, "usage: engine_bench --exp overlap|joiners|slow_readers|disconnects [--model DIR] "
-                         "[--model-note TEXT] [--threads N] [--quick] --out FILE.json [--command \"...\"]\n");
+                         "[--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json "
+                         "[--command \"...\"]\n");
     return 2;
   }
   const std::string loadavg_start = bench::LoadAvg();

@@ -29,7 +29,6 @@ struct KernelTable {
   void (*keep_at_least)(const float* x, int n, float t, float* w, float* block_sums);
   void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
                  float* out);
-  int tile_rows;    // MR: rows per register tile
   int tile_panels;  // a multiple of every register-tile shape's panels (column split unit)
 };
 

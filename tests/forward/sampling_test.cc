@@ -289,6 +289,12 @@ TEST(SamplerTest, TopKAndTopPCutsOverAFullVocabulary) {
   EXPECT_GT(c.size(), 550u);
   EXPECT_EQ(c.rbegin()->first <= 25128, true) << c.rbegin()->first;
   EXPECT_GT(c.rbegin()->first, 20000);
+  // top-k 40 of flat logits: every id is at or above the 40th block maximum,
+  // more candidates than the sampler collects, so the cut comes from the
+  // bisection; it keeps ids 0..39.
+  c = Draw(flat, SamplingParams{1.0f, 40, 1.0f}, 600, 46);
+  EXPECT_LE(c.rbegin()->first, 39);
+  EXPECT_GT(c.size(), 30u);
   // top-k 1000 of flat logits keeps ids 0..999; then top-p 0.25 keeps 0..249.
   c = Draw(flat, SamplingParams{1.0f, 1000, 1.0f}, 600, 44);
   EXPECT_LE(c.rbegin()->first, 999);
