@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
 
   // (iv) sampling the batch-32 step's logits (32 rows of the vocabulary), one
   // thread, per row: greedy, temperature alone, temperature with top-k, with
-  // top-p.
+  // top-p (on the flat and on a peaked distribution).
   struct SamplingCase {
     const char* name;
     model::SamplingParams params;
@@ -225,7 +225,12 @@ int main(int argc, char** argv) {
   const SamplingCase sampling_cases[] = {{"greedy", {0.0f, 0, 1.0f}},
                                          {"temperature 1", {1.0f, 0, 1.0f}},
                                          {"temperature 1, top-k 40", {1.0f, 40, 1.0f}},
-                                         {"temperature 1, top-p 0.9", {1.0f, 0, 0.9f}}};
+                                         {"temperature 1, top-p 0.9", {1.0f, 0, 0.9f}},
+                                         // The random weights' logits are flat (top-p 0.9 keeps ~38k
+                                         // ids); at temperature 0.1 the nucleus is ~40 ids and the top
+                                         // id holds ~19 %, the shape of a trained model's next-token
+                                         // distribution.
+                                         {"temperature 0.1 (peaked), top-p 0.9", {0.1f, 0, 0.9f}}};
   std::vector<Timing> sampling;
   {
     model::Sampler sampler(cfg.vocab_size);

@@ -125,6 +125,10 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* 
     // Mass of what is kept so far, then the smallest prefix (in the same
     // order) holding top_p of it.
     const double target = static_cast<double>(params.top_p) * KeptMass(logits, t, last_tie);
+    if (TopPFromCandidates(logits, inv_t, mx, target, &t, &last_tie)) {
+      Cut(logits, t, last_tie);
+      return Draw(rng);
+    }
     // Above the current cut every id is kept, so the mass at or above x is a
     // plain sum there; if even the ids above t fall short, the cut stays at t.
     const float lo = t;
@@ -176,6 +180,42 @@ bool Sampler::TopKFromCandidates(const float* logits, int k, float* t, int32_t* 
     if (logits[candidates_[i]] == *t) *last_tie = kth;
   }
   return true;
+}
+
+bool Sampler::TopPFromCandidates(const float* logits, float inv_t, float mx, double target, float* t,
+                                 int32_t* last_tie) {
+  const int V = vocab_size_;
+  const int cap = std::min(static_cast<int>(candidates_.size()), kMaxTopPCandidates);
+  // Floors at weights e^-4 ... e^-32 of the largest, kept above the current
+  // cut: the first floor whose ids (all of them, a prefix of the order)
+  // weigh at least the target holds the whole cut. Two vector passes count
+  // and weigh a floor's ids; only the chosen floor's ids are collected.
+  for (float z : {4.0f, 6.0f, 8.0f, 12.0f, 16.0f, 32.0f}) {
+    float floor = mx - z / inv_t;
+    const bool at_cut = !(floor > *t);
+    if (at_cut) floor = Above(*t);
+    if (cpu::SumAtLeast(logits, nullptr, V, floor) > static_cast<float>(cap)) return false;
+    if (static_cast<double>(cpu::SumAtLeast(logits, prob_.data(), V, floor)) < target) {
+      if (at_cut) return false;  // the cut falls among the ties at *t
+      continue;
+    }
+    const int n = cpu::CollectAtLeast(logits, V, floor, candidates_.data(), cap);
+    // The prefix in the order "larger logit first, then lower id", summed
+    // with the weights the draw uses, up to the first id reaching the target.
+    std::sort(candidates_.begin(), candidates_.begin() + n,
+              [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    double acc = 0;
+    for (int j = 0; j < n; ++j) {
+      acc += prob_[candidates_[j]];
+      if (acc < target) continue;
+      *t = logits[candidates_[j]];
+      // Ids at t after this one (all are candidates) fall outside the cut.
+      *last_tie = j + 1 < n && logits[candidates_[j + 1]] == *t ? candidates_[j] : V;
+      return true;
+    }
+    if (at_cut) return false;  // the float sum reached the target, the exact one not quite
+  }
+  return false;
 }
 
 int32_t Sampler::NthIdAt(const float* logits, float t, int n) const {

@@ -61,6 +61,15 @@ class Sampler {
   // order (or vocab_size when no id at t comes after it). False (nothing set) when k exceeds the block count or more than
   // kMaxCandidates ids qualify; the caller then bisects.
   bool TopKFromCandidates(const float* logits, int k, float* t, int32_t* last_tie);
+  // The top-p cut from the ids at or above a floor a few e-folds of weight
+  // below the largest (tried at e^-4, e^-8, e^-16, e^-32): the smallest
+  // prefix (larger logit first, then lower id) of the kept ids whose weights
+  // reach `target`, as *t / *last_tie. False (nothing set) when a floor
+  // lets in more than kMaxTopPCandidates ids, none reaches the target above
+  // the current cut, or rounding leaves the prefix short; the caller then
+  // bisects.
+  bool TopPFromCandidates(const float* logits, float inv_t, float mx, double target, float* t,
+                          int32_t* last_tie);
   // The weight of the ids at or above the cut.
   double KeptMass(const float* logits, float t, int32_t last_tie) const;
   // Zeroes the weight of every id below the cut (and fixes block_sums_).
@@ -72,8 +81,9 @@ class Sampler {
   std::vector<float> prob_;        // (vocab_size) weights, 0 for ids not kept
   std::vector<float> block_sums_;  // (vocab_size / cpu::kWeightBlock, rounded up)
   static constexpr int kMaxCandidates = 4096;
+  static constexpr int kMaxTopPCandidates = 1024;  // sorted whole: ~30 us at the cap
   std::vector<float> block_max_;       // (as block_sums_) scratch for top-k
-  std::vector<int32_t> candidates_;    // (min(vocab_size, kMaxCandidates)) scratch for top-k
+  std::vector<int32_t> candidates_;    // (min(vocab_size, kMaxCandidates)) scratch for top-k / top-p
 };
 
 }  // namespace tw::model

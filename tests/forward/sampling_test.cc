@@ -367,6 +367,58 @@ TEST(SamplerTest, RandomLogitsAndSettingsStayInsideTheirCuts) {
   }
 }
 
+// Peaked distributions over GPT-2's vocabulary, the shape a trained model's
+// next-token logits have (a nucleus of a few ids, the rest far below): the
+// top-p cut is found from the ids at or above a bound taken from the block
+// maxima. The nucleus ids sit at random places (several in one block, ties
+// across blocks), top_p puts the cut inside a run of tied logits with a
+// margin of at least 1 % of the mass either side, and the ids drawn must be
+// exactly the reference prefix (larger logit first, then lower id).
+TEST(SamplerTest, TopPOnPeakedVocabulariesDrawsExactlyTheReferencePrefix) {
+  const int V = 50257;
+  std::mt19937 gen(123);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<float> l(V);
+    std::uniform_real_distribution<float> noise(-30.0f, -14.0f);
+    for (float& x : l) x = noise(gen);
+    // Nucleus: relative weights 8, 6, 6, 5, 4, 4, 4, 3 (log-weights as
+    // logits); trial % 3 == 0 puts the first three in one block.
+    const float weights[] = {8, 6, 6, 5, 4, 4, 4, 3};
+    std::vector<int> ids;
+    while (ids.size() < 8) {
+      const int id = trial % 3 == 0 && ids.size() < 3 ? 512 + static_cast<int>(ids.size()) * 37
+                                                      : static_cast<int>(gen() % V);
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    }
+    for (int i = 0; i < 8; ++i) l[ids[i]] = std::log(weights[i]);
+    const float temperature = trial % 2 == 0 ? 1.0f : 0.8f;
+    // Reference: order, masses in double.
+    std::vector<int> order(V);
+    for (int i = 0; i < V; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+    std::vector<double> w(V);
+    double total = 0;
+    for (int i = 0; i < V; ++i) total += w[i] = std::exp((static_cast<double>(l[i]) - l[order[0]]) / temperature);
+    // Cut after rank 4 (inside the run of three 4s) or rank 1 (between the 6s).
+    const int cut = trial % 2 == 0 ? 5 : 2;
+    double below = 0;
+    for (int r = 0; r < cut - 1; ++r) below += w[order[r]];
+    const double at = below + w[order[cut - 1]];
+    const float top_p = static_cast<float>((below + at) / 2 / total);
+    ASSERT_LT(below, (top_p - 0.01) * total);
+    ASSERT_GT(at, (top_p + 0.01) * total);
+    std::set<int32_t> want(order.begin(), order.begin() + cut), got;
+    Sampler s(V);
+    Rng rng(trial);
+    for (int d = 0; d < 600; ++d) got.insert(s.Sample(l.data(), SamplingParams{temperature, 0, top_p}, &rng));
+    EXPECT_EQ(got, want) << "trial " << trial;
+    // The same cut after a top-k that keeps the whole nucleus and more.
+    got.clear();
+    for (int d = 0; d < 600; ++d) got.insert(s.Sample(l.data(), SamplingParams{temperature, 20, top_p}, &rng));
+    EXPECT_EQ(got, want) << "trial " << trial << " with top-k 20";
+  }
+}
+
 TEST(SamplerTest, SeededStreamThroughTheModelIgnoresBatchCompany) {
   // Sampling from a real forward pass: sequence A sampled alone and while
   // batched with B gives the same tokens (logits are bitwise equal).
