@@ -110,6 +110,11 @@ struct PagedKvHead {
   size_t k_offset = 0;      // floats from a block's start to this (layer, head)'s K
   size_t v_offset = 0;      // ... and V
   int head_dim = 0;
+  // Software-prefetch the keys and values ahead of use: for K/V coming from
+  // memory (written by earlier steps); off where they were just written and
+  // are still in cache (a prompt's first prefill pass), where the prefetch
+  // instructions only cost time.
+  bool prefetch = true;
 };
 
 // One query attends to tokens [0, len) of one head:

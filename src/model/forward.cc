@@ -290,6 +290,10 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       kvh.k_offset = kv_->Offset(l, 0, h);
       kvh.v_offset = kv_->Offset(l, 1, h);
       kvh.head_dim = hd;
+      // Prefetch only where some keys come from earlier passes (the
+      // sequence's length is updated after the pass): a prompt's first pass
+      // reads only what this pass's append just wrote, still in cache.
+      kvh.prefetch = row_seq_[r]->length > 0;
       const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (hd)
       float* scores = scores_.get() + static_cast<size_t>(worker) * cfg_.n_ctx;  // (n_ctx)
       cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, att + static_cast<size_t>(r) * C + h * hd);

@@ -189,17 +189,17 @@ bool Sampler::TopPFromCandidates(const float* logits, float inv_t, float mx, dou
   // Floors at weights e^-4 ... e^-32 of the largest, kept above the current
   // cut: the first floor whose ids (all of them, a prefix of the order)
   // weigh at least the target holds the whole cut. Two vector passes count
-  // and weigh a floor's ids; only the chosen floor's ids are collected.
+  // and weigh the ids at or above a floor; only the chosen one's are collected.
   for (float z : {4.0f, 6.0f, 8.0f, 12.0f, 16.0f, 32.0f}) {
-    float floor = mx - z / inv_t;
-    const bool at_cut = !(floor > *t);
-    if (at_cut) floor = Above(*t);
-    if (cpu::SumAtLeast(logits, nullptr, V, floor) > static_cast<float>(cap)) return false;
-    if (static_cast<double>(cpu::SumAtLeast(logits, prob_.data(), V, floor)) < target) {
+    float lowest = mx - z / inv_t;
+    const bool at_cut = !(lowest > *t);
+    if (at_cut) lowest = Above(*t);
+    if (cpu::SumAtLeast(logits, nullptr, V, lowest) > static_cast<float>(cap)) return false;
+    if (static_cast<double>(cpu::SumAtLeast(logits, prob_.data(), V, lowest)) < target) {
       if (at_cut) return false;  // the cut falls among the ties at *t
       continue;
     }
-    const int n = cpu::CollectAtLeast(logits, V, floor, candidates_.data(), cap);
+    const int n = cpu::CollectAtLeast(logits, V, lowest, candidates_.data(), cap);
     // The prefix in the order "larger logit first, then lower id", summed
     // with the weights the draw uses, up to the first id reaching the target.
     std::sort(candidates_.begin(), candidates_.begin() + n,

@@ -62,7 +62,7 @@ class Sampler {
   // kMaxCandidates ids qualify; the caller then bisects.
   bool TopKFromCandidates(const float* logits, int k, float* t, int32_t* last_tie);
   // The top-p cut from the ids at or above a floor a few e-folds of weight
-  // below the largest (tried at e^-4, e^-8, e^-16, e^-32): the smallest
+  // below the largest (tried at e^-4, -6, -8, -12, -16, -32): the smallest
   // prefix (larger logit first, then lower id) of the kept ids whose weights
   // reach `target`, as *t / *last_tie. False (nothing set) when a floor
   // lets in more than kMaxTopPCandidates ids, none reaches the target above

@@ -335,6 +335,12 @@ TEST_P(KernelsTest, AttendOverPagedBlocksMatchesNaive) {
         }
         std::vector<float> scores(len, kNaN), out(hd, kNaN);
         Attend(q.data(), kv, len, scale, scores.data(), out.data());
+        // Without the software prefetches (K/V already in cache): the same bits.
+        kv.prefetch = false;
+        std::vector<float> unprefetched(hd, kNaN);
+        Attend(q.data(), kv, len, scale, scores.data(), unprefetched.data());
+        ASSERT_EQ(0, std::memcmp(out.data(), unprefetched.data(), hd * sizeof(float)))
+            << "hd=" << hd << " len=" << len << " bs=" << bs << ": prefetch off differs";
         for (int i = 0; i < hd; ++i) {
           double ref = 0;
           for (int j = 0; j < len; ++j) ref += std::exp(s[j] - mx) / sum * values[static_cast<size_t>(j) * hd + i];
