@@ -29,6 +29,8 @@ struct KernelTable {
   void (*keep_at_least)(const float* x, int n, float t, float* w, float* block_sums);
   void (*attend)(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
                  float* out);
+  void (*attend_rows)(const float* q, size_t q_stride, int m, const PagedKvHead& kv, int len0, float scale,
+                      float* scores, float* out, size_t out_stride);
   int tile_panels;  // a multiple of every register-tile shape's panels (column split unit)
 };
 

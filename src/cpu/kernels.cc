@@ -232,4 +232,9 @@ void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* 
   Table().attend(q, kv, len, scale, scores, out);
 }
 
+void AttendRows(const float* q, size_t q_stride, int m, const PagedKvHead& kv, int len0, float scale,
+                float* scores, float* out, size_t out_stride) {
+  Table().attend_rows(q, q_stride, m, kv, len0, scale, scores, out, out_stride);
+}
+
 }  // namespace tw::cpu

@@ -123,4 +123,12 @@ struct PagedKvHead {
 void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* scores,
             float* out);
 
+// m queries of one sequence at consecutive positions, query i (at q +
+// i * q_stride) attending to tokens [0, len0 + i) into out + i * out_stride:
+// each output is bit for bit Attend's for that query alone, but the K/V
+// blocks are read once for all of them (a prompt's rows in a prefill pass).
+// scores: caller scratch of m * (len0 + m - 1) floats.
+void AttendRows(const float* q, size_t q_stride, int m, const PagedKvHead& kv, int len0, float scale,
+                float* scores, float* out, size_t out_stride);
+
 }  // namespace tw::cpu

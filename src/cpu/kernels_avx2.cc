@@ -25,6 +25,7 @@ struct V {
   static constexpr int NP = 1;
   static constexpr int MR2 = MR;  // one shape at this level
   static constexpr int NP2 = NP;
+  static constexpr int AttendRows = 1;  // head_dim 64 is 8 ymm a query: one at a time
   static T Zero() { return _mm256_setzero_ps(); }
   static T Set1(float f) { return _mm256_set1_ps(f); }
   static T Load(const float* p) { return _mm256_loadu_ps(p); }

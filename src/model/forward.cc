@@ -17,6 +17,10 @@ constexpr size_t kMinParallelAttentionFloats = 64 * 1024;
 // Attention tasks per pool thread to aim for: enough for balance (rows have
 // different lengths), few enough that claiming them costs little.
 constexpr int kAttentionTasksPerThread = 8;
+// Consecutive rows of one sequence (a prompt's rows in a prefill pass) attend
+// in groups of up to this many: each group walks its K/V blocks once
+// (cpu::AttendRows), instead of once per row.
+constexpr int kAttendRowsPerGroup = 4;
 
 }  // namespace
 
@@ -84,12 +88,13 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   f->qkv_ = cpu::AllocAligned(R * 3 * C);
   f->att_ = cpu::AllocAligned(R * C);
   f->fc_ = cpu::AllocAligned(R * 4 * C);
-  f->scores_ = cpu::AllocAligned(static_cast<size_t>(threads) * c.n_ctx);
+  f->scores_ = cpu::AllocAligned(static_cast<size_t>(threads) * kAttendRowsPerGroup * c.n_ctx);
   if (!f->x_ || !f->ln_ || !f->qkv_ || !f->att_ || !f->fc_ || !f->scores_) {
     return Status::Error("Gpt2Forward: cannot allocate scratch for " + Str(f->max_rows_) + " rows");
   }
   f->row_seq_.assign(R, nullptr);
   f->row_pos_.assign(R, 0);
+  f->group_begin_.assign(R + 1, 0);
   f->prefill_tokens_.assign(R, 0);
   *out = std::move(f);
   return Status::Ok();
@@ -274,14 +279,23 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       }
     }
 
-    // Attention: (row, head) pairs, row-major, `per_task` heads of one row
-    // per pool task (whole rows when there are enough of them: fewer claims,
-    // and a row's heads sit side by side in each of its blocks); row r sees
-    // positions [0, pos_r].
+    // Attention: (group, head) pairs, group-major, `per_task` heads of one
+    // group per pool task (whole groups when there are enough of them: fewer
+    // claims, and a row's heads sit side by side in each of its blocks). A
+    // group is one row, or up to kAttendRowsPerGroup consecutive rows of one
+    // sequence; row r sees positions [0, pos_r].
+    int groups = 0;
+    for (int r = 0; r < rows; ++groups) {
+      group_begin_[groups] = r;
+      const int first = r;
+      while (++r < rows && r - first < kAttendRowsPerGroup && row_seq_[r] == row_seq_[first]) {}
+    }
+    group_begin_[groups] = rows;
     const int threads = pool_ ? pool_->threads() : 1;
-    const int per_task = std::max(1, std::min(H, rows * H / (threads * kAttentionTasksPerThread)));
-    const int tasks_per_row = (H + per_task - 1) / per_task;
-    auto attend_one = [&](int r, int h, int worker) {
+    const int per_task = std::max(1, std::min(H, groups * H / (threads * kAttentionTasksPerThread)));
+    const int tasks_per_group = (H + per_task - 1) / per_task;
+    auto attend_one = [&](int g, int h, int worker) {
+      const int r = group_begin_[g], m = group_begin_[g + 1] - r;
       cpu::PagedKvHead kvh;
       kvh.pool = kv_->data();
       kvh.block_table = row_seq_[r]->block_table.data();
@@ -294,15 +308,18 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       // sequence's length is updated after the pass): a prompt's first pass
       // reads only what this pass's append just wrote, still in cache.
       kvh.prefetch = row_seq_[r]->length > 0;
-      const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (hd)
-      float* scores = scores_.get() + static_cast<size_t>(worker) * cfg_.n_ctx;  // (n_ctx)
-      cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, att + static_cast<size_t>(r) * C + h * hd);
+      const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (m, hd), rows 3C apart
+      float* out = att + static_cast<size_t>(r) * C + h * hd;          // (m, hd), rows C apart
+      // (kAttendRowsPerGroup, n_ctx)
+      float* scores = scores_.get() + static_cast<size_t>(worker) * kAttendRowsPerGroup * cfg_.n_ctx;
+      if (m == 1) cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, out);
+      else cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kvh, row_pos_[r] + 1, scale, scores, out, C);
     };
     auto attend = [&](int task, int worker) {
-      const int r = task / tasks_per_row, h0 = task % tasks_per_row * per_task;
-      for (int h = h0; h < std::min(H, h0 + per_task); ++h) attend_one(r, h, worker);
+      const int g = task / tasks_per_group, h0 = task % tasks_per_group * per_task;
+      for (int h = h0; h < std::min(H, h0 + per_task); ++h) attend_one(g, h, worker);
     };
-    const int tasks = rows * tasks_per_row;
+    const int tasks = groups * tasks_per_group;
     size_t work = 0;  // floats of K and V this pass reads
     for (int r = 0; r < rows; ++r) work += static_cast<size_t>(row_pos_[r] + 1) * 2 * C;
     if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(tasks, attend);

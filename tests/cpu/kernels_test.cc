@@ -38,6 +38,41 @@ std::vector<Isa> Levels() {
   return out;
 }
 
+// One head's K/V for `len` tokens in a paged pool of random floats: blocks
+// of `bs` tokens laid out (2 {K,V}, 2 heads, bs, hd), the sequence's blocks
+// scattered among spares in a shuffled order; kv describes head 1.
+struct PagedHead {
+  std::vector<float> pool;
+  std::vector<int32_t> table;
+  PagedKvHead kv;
+  size_t block_floats = 0;
+  PagedHead(int len, int hd, int bs, std::mt19937* gen) {
+    const int heads = 2, head = 1;
+    const int used = (len + bs - 1) / bs, blocks = used + 3;
+    block_floats = static_cast<size_t>(2) * heads * bs * hd;
+    pool = Random(block_floats * blocks, gen, -2.0f, 2.0f);
+    table.resize(blocks);
+    for (int i = 0; i < blocks; ++i) table[i] = i;
+    std::shuffle(table.begin(), table.end(), *gen);
+    table.resize(used);
+    kv.pool = pool.data();
+    kv.block_table = table.data();
+    kv.block_size = bs;
+    kv.block_stride = block_floats;
+    kv.k_offset = (0 * heads + head) * static_cast<size_t>(bs) * hd;
+    kv.v_offset = (1 * heads + head) * static_cast<size_t>(bs) * hd;
+    kv.head_dim = hd;
+  }
+  // Token j's key / value in the pool.
+  float* Key(int j) { return Slot(j) + kv.k_offset; }
+  float* Value(int j) { return Slot(j) + kv.v_offset; }
+
+ private:
+  float* Slot(int j) {
+    return pool.data() + table[j / kv.block_size] * block_floats + static_cast<size_t>(j % kv.block_size) * kv.head_dim;
+  }
+};
+
 class KernelsTest : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override { ASSERT_TRUE(ForceIsa(GetParam()).ok()); }
@@ -311,27 +346,11 @@ TEST_P(KernelsTest, AttendOverPagedBlocksMatchesNaive) {
       for (int j = 0; j < len; ++j) sum += std::exp(s[j] - mx);
       std::vector<float> first_out;
       for (int bs : {1, 3, 16, 32}) {
-        const int heads = 2, head = 1;
-        const int used = (len + bs - 1) / bs, blocks = used + 3;
-        // Block layout (2 {K,V}, heads, bs, hd); block i of the sequence is pool block table[i].
-        const size_t block_floats = static_cast<size_t>(2) * heads * bs * hd;
-        std::vector<float> pool = Random(block_floats * blocks, &gen_, -2.0f, 2.0f);
-        std::vector<int32_t> table(blocks);
-        for (int i = 0; i < blocks; ++i) table[i] = i;
-        std::shuffle(table.begin(), table.end(), gen_);
-        table.resize(used);
-        PagedKvHead kv;
-        kv.pool = pool.data();
-        kv.block_table = table.data();
-        kv.block_size = bs;
-        kv.block_stride = block_floats;
-        kv.k_offset = (0 * heads + head) * static_cast<size_t>(bs) * hd;
-        kv.v_offset = (1 * heads + head) * static_cast<size_t>(bs) * hd;
-        kv.head_dim = hd;
+        PagedHead paged(len, hd, bs, &gen_);
+        PagedKvHead& kv = paged.kv;
         for (int j = 0; j < len; ++j) {
-          float* base = pool.data() + table[j / bs] * block_floats + static_cast<size_t>(j % bs) * hd;
-          std::copy_n(keys.data() + static_cast<size_t>(j) * hd, hd, base + kv.k_offset);
-          std::copy_n(values.data() + static_cast<size_t>(j) * hd, hd, base + kv.v_offset);
+          std::copy_n(keys.data() + static_cast<size_t>(j) * hd, hd, paged.Key(j));
+          std::copy_n(values.data() + static_cast<size_t>(j) * hd, hd, paged.Value(j));
         }
         std::vector<float> scores(len, kNaN), out(hd, kNaN);
         Attend(q.data(), kv, len, scale, scores.data(), out.data());
@@ -351,6 +370,37 @@ TEST_P(KernelsTest, AttendOverPagedBlocksMatchesNaive) {
         } else {
           ASSERT_EQ(0, std::memcmp(first_out.data(), out.data(), hd * sizeof(float)))
               << "hd=" << hd << " len=" << len << " bs=" << bs << ": differs from bs=1";
+        }
+      }
+    }
+  }
+}
+
+// m queries of one sequence at consecutive positions in one call: every
+// output is bit for bit the one-query kernel's (head dims with and without a
+// register-resident path, block sizes smaller and larger than a vector, the
+// group sizes the levels use and the leftovers, prefetch on and off).
+TEST_P(KernelsTest, AttendRowsEqualsOneQueryAtATime) {
+  for (int hd : {64, 128, 20}) {
+    for (int bs : {1, 5, 16, 32}) {
+      for (int len0 : {1, 3, 16, 29, 70}) {
+        for (int m : {1, 2, 3, 4, 7, 9}) {
+          const int len = len0 + m - 1;
+          PagedHead paged(len, hd, bs, &gen_);
+          PagedKvHead& kv = paged.kv;
+          kv.prefetch = m % 2 == 0;
+          // Queries q_stride floats apart in a wider buffer, outputs out_stride apart (as a pass's qkv / att rows).
+          const size_t q_stride = 3 * static_cast<size_t>(hd) + 8, out_stride = static_cast<size_t>(hd) + 4;
+          const std::vector<float> q = Random(q_stride * m, &gen_);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> scores(static_cast<size_t>(m) * len, kNaN), out(out_stride * m, kNaN);
+          AttendRows(q.data(), q_stride, m, kv, len0, scale, scores.data(), out.data(), out_stride);
+          for (int i = 0; i < m; ++i) {
+            std::vector<float> one_scores(len, kNaN), one(hd, kNaN);
+            Attend(q.data() + i * q_stride, kv, len0 + i, scale, one_scores.data(), one.data());
+            ASSERT_EQ(0, std::memcmp(one.data(), out.data() + i * out_stride, hd * sizeof(float)))
+                << "hd=" << hd << " bs=" << bs << " len0=" << len0 << " m=" << m << " query " << i;
+          }
         }
       }
     }

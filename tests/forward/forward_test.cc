@@ -199,12 +199,17 @@ TEST_F(ForwardTest, BatchedDecodeOfDifferentLengthsEqualsEachAloneBitwise) {
   }
 }
 
-TEST_F(ForwardTest, PrefillChunkingAndThreadCountDoNotChangeLogits) {
+// Prefill in one pass, in chunks of 7 (its attention groups of up to four
+// rows cut differently), on 3 threads, and one token at a time through the
+// decode path: the same bits. Also with GPT-2's head size (64), where the
+// vector levels attend a group of rows in one walk over the K/V blocks
+// (cpu::AttendRows) and a single row on its own path.
+void ExpectPrefillPathsAgree(const Gpt2Model& model, int V) {
   const int T = 20;
   const std::vector<int32_t> toks = RandomTokens(T, V, 7);
   auto run = [&](int chunk, int threads, bool decode_after_first) {
     cpu::ThreadPool pool(threads);
-    Rig rig(model_, 5, ForwardLimits{2, chunk}, &pool);
+    Rig rig(model, 5, ForwardLimits{2, chunk}, &pool);
     SeqState seq = rig.NewSeq(T);
     std::vector<float> out(static_cast<size_t>(T) * V, NAN);
     if (decode_after_first) {
@@ -224,6 +229,15 @@ TEST_F(ForwardTest, PrefillChunkingAndThreadCountDoNotChangeLogits) {
   EXPECT_EQ(0, std::memcmp(whole.data(), run(7, 1, false).data(), whole.size() * sizeof(float))) << "chunk 7";
   EXPECT_EQ(0, std::memcmp(whole.data(), run(64, 3, false).data(), whole.size() * sizeof(float))) << "3 threads";
   EXPECT_EQ(0, std::memcmp(whole.data(), run(64, 2, true).data(), whole.size() * sizeof(float))) << "decode path";
+}
+
+TEST_F(ForwardTest, PrefillChunkingAndThreadCountDoNotChangeLogits) {
+  ExpectPrefillPathsAgree(model_, V);
+  model::Gpt2Config c = SmallConfig();
+  c.n_embd = 128;
+  c.n_head = 2;  // head size 64
+  RandomGpt2Model wide(c, 43);
+  ExpectPrefillPathsAgree(wide, c.vocab_size);
 }
 
 // Several prompts in one PrefillBatch pass: each sequence's last logits, and
