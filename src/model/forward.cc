@@ -312,8 +312,7 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       float* out = att + static_cast<size_t>(r) * C + h * hd;          // (m, hd), rows C apart
       // (kAttendRowsPerGroup, n_ctx)
       float* scores = scores_.get() + static_cast<size_t>(worker) * kAttendRowsPerGroup * cfg_.n_ctx;
-      if (m == 1) cpu::Attend(q, kvh, row_pos_[r] + 1, scale, scores, out);
-      else cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kvh, row_pos_[r] + 1, scale, scores, out, C);
+      cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kvh, row_pos_[r] + 1, scale, scores, out, C);
     };
     auto attend = [&](int task, int worker) {
       const int g = task / tasks_per_group, h0 = task % tasks_per_group * per_task;

@@ -51,6 +51,11 @@ float LargestWith(float lo, float hi, const Ok& ok) {
 // The next float above t (t finite or -inf).
 float Above(float t) { return FromKey(Key(t) + 1); }
 
+// The order every cut is taken in, over ids: larger logit first, then lower id.
+auto RankBefore(const float* logits) {
+  return [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+}
+
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
@@ -169,8 +174,7 @@ bool Sampler::TopKFromCandidates(const float* logits, int k, float* t, int32_t* 
   const int n = cpu::CollectAtLeast(logits, V, floor, candidates_.data(), static_cast<int>(candidates_.size()));
   if (n > static_cast<int>(candidates_.size())) return false;
   // The k-th of the order "larger logit first, then lower id".
-  std::nth_element(candidates_.begin(), candidates_.begin() + (k - 1), candidates_.begin() + n,
-                   [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::nth_element(candidates_.begin(), candidates_.begin() + (k - 1), candidates_.begin() + n, RankBefore(logits));
   const int32_t kth = candidates_[k - 1];
   *t = logits[kth];
   // Every id at t is a candidate; only if one comes after the k-th must the
@@ -202,8 +206,7 @@ bool Sampler::TopPFromCandidates(const float* logits, float inv_t, float mx, dou
     const int n = cpu::CollectAtLeast(logits, V, lowest, candidates_.data(), cap);
     // The prefix in the order "larger logit first, then lower id", summed
     // with the weights the draw uses, up to the first id reaching the target.
-    std::sort(candidates_.begin(), candidates_.begin() + n,
-              [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    std::sort(candidates_.begin(), candidates_.begin() + n, RankBefore(logits));
     double acc = 0;
     for (int j = 0; j < n; ++j) {
       acc += prob_[candidates_[j]];
