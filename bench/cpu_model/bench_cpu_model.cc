@@ -7,8 +7,6 @@
 //
 // Usage: build/bench_cpu_model [--threads N] [--quick] [--out FILE.json]
 // Prints a human-readable summary and writes the raw numbers as JSON.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +20,7 @@
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
 #include "forward/random_gpt2.h"
+#include "lib/floors.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/sampling.h"
@@ -60,82 +59,6 @@ Timing Time(int reps, int warm, const Fn& fn) {
   r.max_s = *std::max_element(t.begin(), t.end());
   r.reps = reps;
   return r;
-}
-
-// ---- floors -------------------------------------------------------------------
-
-__attribute__((target("avx2"))) float ReadSum(const float* p, size_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
-}
-
-// Bytes/s read from a buffer far larger than the caches, all threads.
-double MeasureReadBandwidth(tw::cpu::ThreadPool* pool, int reps) {
-  const size_t floats = size_t(1) << 28;  // 1 GiB
-  tw::cpu::AlignedFloats buf = tw::cpu::AllocAligned(floats);
-  const int tasks = pool->threads() * 8;
-  const size_t chunk = floats / tasks;
-  pool->ParallelFor(tasks, [&](int t, int) {
-    for (size_t i = t * chunk; i < (t + 1) * chunk; ++i) buf[i] = 1.0f;
-  });
-  std::vector<float> sink(tasks);
-  Timing t = Time(reps, 1, [&] {
-    pool->ParallelFor(tasks, [&](int i, int) { sink[i] = ReadSum(buf.get() + i * chunk, chunk); });
-  });
-  if (sink[0] != static_cast<float>(chunk) && sink[0] < 1.0f) std::printf("(impossible)\n");
-  return floats * sizeof(float) / t.median_s;
-}
-
-constexpr int kPeakIters = 20 * 1000 * 1000;
-
-__attribute__((target("avx512f"))) float FmaLoop512() {
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
-  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
-  // Fully unrolled so that the 16 accumulators stay in registers (otherwise
-  // the loop measures store-to-load forwarding, not the FMA units).
-  for (int it = 0; it < kPeakIters / 16; ++it)
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
-  __m512 s = acc[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0] + out[15];
-}
-
-__attribute__((target("avx2,fma"))) float FmaLoop256() {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
-  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
-  for (int it = 0; it < kPeakIters / 12; ++it)
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
-  __m256 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0] + out[7];
-}
-
-// FLOP/s (2 per FMA lane) of independent FMAs on every thread.
-double MeasureFmaPeak(tw::cpu::ThreadPool* pool, bool avx512) {
-  std::vector<float> sink(pool->threads());
-  const double lanes = avx512 ? 16 : 8;
-  const double fmas = avx512 ? double(kPeakIters / 16) * 16 : double(kPeakIters / 12) * 12;
-  Timing t = Time(3, 1, [&] {
-    pool->ParallelFor(pool->threads(), [&](int i, int) { sink[i] = avx512 ? FmaLoop512() : FmaLoop256(); });
-  });
-  return pool->threads() * fmas * lanes * 2 / t.median_s;
 }
 
 }  // namespace
@@ -247,26 +170,19 @@ int main(int argc, char** argv) {
   }
 
   // Floors.
-  const double bw = MeasureReadBandwidth(&pool, quick ? 3 : 7);
-  const bool avx512 = cpu::IsaSupported(cpu::Isa::kAvx512);
-  const double peak = MeasureFmaPeak(&pool, avx512);
+  const bench::MachineFloors floors{bench::MeasureReadBandwidth(&pool, quick ? 3 : 7), bench::MeasureFmaPeak(&pool)};
+  const double bw = floors.read_bytes_per_s, peak = floors.fma_flops_per_s;
   std::printf("floors: read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s (%s, %d threads)\n", bw / 1e9,
-              peak / 1e9, avx512 ? "avx512" : "avx2", threads);
+              peak / 1e9, cpu::IsaSupported(cpu::Isa::kAvx512) ? "avx512" : "avx2", threads);
 
   // Work per operation (what a perfect implementation must read / compute).
-  const double C = cfg.n_embd, L = cfg.n_layer, V = cfg.vocab_size;
-  const double layer_macs = C * 3 * C + C * C + 2 * C * 4 * C;  // per token
-  const double weight_bytes = 4 * (L * layer_macs + C * V);     // matrices + LM head, read once
-  const double kv_bytes_per_seq = 4 * L * 2 * C * (kPrompt + 1);
-  auto attn_flops = [&](double ctx) { return 2 * 2 * L * C * ctx; };  // q.K and p.V
-  const double prefill_flops = 2 * L * layer_macs * kPrompt + attn_flops((kPrompt + 1) / 2.0) * kPrompt + 2 * C * V;
-  const double prefill_floor_s = std::max(prefill_flops / peak, weight_bytes / bw);
+  const bench::Gpt2Work work(cfg);
+  const double weight_bytes = work.weight_bytes();
+  const double kv_bytes_per_seq = work.kv_bytes_per_position() * (kPrompt + 1);
+  const double prefill_flops = kPrompt * work.layer_flops((kPrompt + 1) / 2.0) + work.lm_head_flops();
+  const double prefill_floor_s = work.PrefillFloorSeconds(1, kPrompt, floors);
   std::vector<double> decode_floor_s;
-  for (int B : batches) {
-    double flops = B * (2 * (L * layer_macs + C * V) + attn_flops(kPrompt + 1));
-    double bytes = weight_bytes + B * kv_bytes_per_seq;
-    decode_floor_s.push_back(std::max(flops / peak, bytes / bw));
-  }
+  for (int B : batches) decode_floor_s.push_back(work.DecodeFloorSeconds(B, kPrompt + 1, floors));
 
   std::string j = "{\n";
   char line[512];
