@@ -95,6 +95,13 @@ Status Engine::Create(std::shared_ptr<const model::Gpt2Model> model,
   for (int w = 0; w < e->pool_->threads(); w++) e->samplers_.push_back(std::make_unique<model::Sampler>(c.vocab_size));
   e->logits_.assign(static_cast<size_t>(o.max_batch) * c.vocab_size, 0.0f);
   e->tokens_.assign(static_cast<size_t>(o.max_batch), 0);
+  StepScratch& sc = e->scratch_;
+  sc.admitted.reserve(o.max_batch);
+  sc.batch.reserve(o.max_batch);
+  sc.states.reserve(o.max_batch);
+  sc.prompts.reserve(o.max_batch);
+  sc.lens.reserve(o.max_batch);
+  sc.tokens.reserve(o.max_batch);
   e->eos_ = o.eos_token_id;
   e->counters_.kv_blocks_total = o.num_kv_blocks;
   e->counters_.kv_blocks_free = o.num_kv_blocks;
@@ -356,7 +363,8 @@ void Engine::Admit() {
   // Admission first (strict arrival order, as many as fit), then the
   // admitted prompts' prefills in passes of up to prefill_batch_tokens
   // tokens, in the same order.
-  std::vector<Sequence*> admitted;
+  std::vector<Sequence*>& admitted = scratch_.admitted;
+  admitted.clear();
   int live = 0;
   for (auto& r : running_) live += r->done ? 0 : 1;
   for (auto& p : waiting_) {
@@ -401,15 +409,16 @@ void Engine::Prefill(Sequence* const* group, int n) {
       return;
     }
   } else {
-    std::vector<model::SeqState*> states;
-    std::vector<const int32_t*> tokens;
-    std::vector<int> lens;
+    StepScratch& sc = scratch_;
+    sc.states.clear();
+    sc.prompts.clear();
+    sc.lens.clear();
     for (int i = 0; i < n; i++) {
-      states.push_back(&group[i]->kv);
-      tokens.push_back(group[i]->model_prompt.data());
-      lens.push_back(PromptLen(*group[i]));
+      sc.states.push_back(&group[i]->kv);
+      sc.prompts.push_back(group[i]->model_prompt.data());
+      sc.lens.push_back(PromptLen(*group[i]));
     }
-    st = forward_->PrefillBatch(states.data(), tokens.data(), lens.data(), n, logits_.data());
+    st = forward_->PrefillBatch(sc.states.data(), sc.prompts.data(), sc.lens.data(), n, logits_.data());
     if (!st.ok()) {
       // Nothing changed: prefill them one by one, so that only a bad prompt fails.
       for (int i = 0; i < n; i++) Prefill(group + i, 1);
@@ -424,9 +433,12 @@ void Engine::Prefill(Sequence* const* group, int n) {
 }
 
 void Engine::Decode() {
-  std::vector<Sequence*> batch;
-  std::vector<model::SeqState*> states;
-  std::vector<int32_t> tokens;
+  std::vector<Sequence*>& batch = scratch_.batch;
+  std::vector<model::SeqState*>& states = scratch_.states;
+  std::vector<int32_t>& tokens = scratch_.tokens;
+  batch.clear();
+  states.clear();
+  tokens.clear();
   for (auto& p : running_) {
     if (p->done || p->paused) continue;
     batch.push_back(p.get());

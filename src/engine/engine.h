@@ -238,6 +238,16 @@ class Engine : public backend::Backend {
   std::vector<std::unique_ptr<model::Sampler>> samplers_;  // one per pool worker
   std::vector<float> logits_;     // (max_batch, V)
   std::vector<int32_t> tokens_;   // (max_batch) the tokens SampleRows drew
+  // A step's lists (capacity max_batch, reserved by Create, cleared before
+  // each use): the step loop allocates nothing for them.
+  struct StepScratch {
+    std::vector<Sequence*> admitted;     // Admit: this step's admissions, in order
+    std::vector<Sequence*> batch;        // Decode: the rows of the batch
+    std::vector<model::SeqState*> states;
+    std::vector<const int32_t*> prompts;  // Prefill: each row's prompt
+    std::vector<int> lens;
+    std::vector<int32_t> tokens;         // Decode: each row's input token
+  } scratch_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::unordered_map<std::string, Sequence*> by_id_;
