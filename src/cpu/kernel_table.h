@@ -31,6 +31,8 @@ struct KernelTable {
                  float* out);
   void (*attend_rows)(const float* q, size_t q_stride, int m, const PagedKvHead& kv, int len0, float scale,
                       float* scores, float* out, size_t out_stride);
+  void (*attend_heads)(const float* q, int heads, const PagedKvHead& kv, size_t head_stride, int len,
+                       float scale, float* scores, float* out);
   int tile_panels;  // a multiple of every register-tile shape's panels (column split unit)
 };
 

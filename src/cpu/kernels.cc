@@ -237,4 +237,9 @@ void AttendRows(const float* q, size_t q_stride, int m, const PagedKvHead& kv, i
   Table().attend_rows(q, q_stride, m, kv, len0, scale, scores, out, out_stride);
 }
 
+void AttendHeads(const float* q, int heads, const PagedKvHead& kv, size_t head_stride, int len, float scale,
+                 float* scores, float* out) {
+  Table().attend_heads(q, heads, kv, head_stride, len, scale, scores, out);
+}
+
 }  // namespace tw::cpu

@@ -131,4 +131,17 @@ void Attend(const float* q, const PagedKvHead& kv, int len, float scale, float* 
 void AttendRows(const float* q, size_t q_stride, int m, const PagedKvHead& kv, int len0, float scale,
                 float* scores, float* out, size_t out_stride);
 
+// One query of `heads` adjacent heads (q and out: heads x head_dim floats)
+// attending to tokens [0, len) of each: kv describes the first head, and
+// head h's keys and values sit h * head_stride floats further in every
+// block. The blocks are walked once for a group of heads: a block's keys of
+// every head in it (one contiguous run in the cache's layout), then after
+// the softmaxes its values likewise; a group's values fit in half of a 1 MB
+// L2, so those asked for during the keys' pass are still there for the
+// sums. Each head's output is bit for bit Attend's for that head alone (a
+// decode step's rows).
+// scores: caller scratch of heads * len floats.
+void AttendHeads(const float* q, int heads, const PagedKvHead& kv, size_t head_stride, int len, float scale,
+                 float* scores, float* out);
+
 }  // namespace tw::cpu

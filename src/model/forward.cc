@@ -88,7 +88,8 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   f->qkv_ = cpu::AllocAligned(R * 3 * C);
   f->att_ = cpu::AllocAligned(R * C);
   f->fc_ = cpu::AllocAligned(R * 4 * C);
-  f->scores_ = cpu::AllocAligned(static_cast<size_t>(threads) * kAttendRowsPerGroup * c.n_ctx);
+  f->scores_rows_ = std::max(kAttendRowsPerGroup, c.n_head);
+  f->scores_ = cpu::AllocAligned(static_cast<size_t>(threads) * f->scores_rows_ * c.n_ctx);
   if (!f->x_ || !f->ln_ || !f->qkv_ || !f->att_ || !f->fc_ || !f->scores_) {
     return Status::Error("Gpt2Forward: cannot allocate scratch for " + Str(f->max_rows_) + " rows");
   }
@@ -305,8 +306,8 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
     const int threads = pool_ ? pool_->threads() : 1;
     const int per_task = std::max(1, std::min(H, groups * H / (threads * kAttentionTasksPerThread)));
     const int tasks_per_group = (H + per_task - 1) / per_task;
-    auto attend_one = [&](int g, int h, int worker) {
-      const int r = group_begin_[g], m = group_begin_[g + 1] - r;
+    // Where head h of row r's sequence lives in the cache (layer l).
+    auto kv_head = [&](int r, int h) {
       cpu::PagedKvHead kvh;
       kvh.pool = kv_->data();
       kvh.block_table = row_seq_[r]->block_table.data();
@@ -319,17 +320,36 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
       // sequence's length is updated after the pass): a prompt's first pass
       // reads only what this pass's append just wrote, still in cache.
       kvh.prefetch = row_seq_[r]->length > 0;
+      return kvh;
+    };
+    // Per worker: (scores_rows_, n_ctx).
+    auto worker_scores = [&](int worker) {
+      return scores_.get() + static_cast<size_t>(worker) * scores_rows_ * cfg_.n_ctx;
+    };
+    // Group g's rows, head h.
+    auto attend_one = [&](int g, int h, int worker) {
+      const int r = group_begin_[g], m = group_begin_[g + 1] - r;
       const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (m, hd), rows 3C apart
       float* out = att + static_cast<size_t>(r) * C + h * hd;          // (m, hd), rows C apart
-      // (kAttendRowsPerGroup, n_ctx)
-      float* scores = scores_.get() + static_cast<size_t>(worker) * kAttendRowsPerGroup * cfg_.n_ctx;
-      cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kvh, row_pos_[r] + 1, scale, scores, out, C);
+      cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kv_head(r, h), row_pos_[r] + 1, scale, worker_scores(worker),
+                      out, C);
+    };
+    // A lone row (a decode step's) attends with all of the task's heads at
+    // once (cpu::AttendHeads): its heads' K (and V) of a block are one
+    // contiguous run.
+    auto attend_heads = [&](int g, int h0, int h1, int worker) {
+      const int r = group_begin_[g];
+      const float* q = qkv + static_cast<size_t>(r) * 3 * C + h0 * hd;  // (h1 - h0, hd)
+      float* out = att + static_cast<size_t>(r) * C + h0 * hd;          // (h1 - h0, hd)
+      cpu::AttendHeads(q, h1 - h0, kv_head(r, h0), kv_->HeadStride(), row_pos_[r] + 1, scale, worker_scores(worker),
+                       out);
     };
     auto attend = [&](int task, int worker) {
       const int g = task / tasks_per_group, h0 = task % tasks_per_group * per_task;
       const int h1 = std::min(H, h0 + per_task);
       if (append_in_task) append(group_begin_[g], h0, h1);
-      for (int h = h0; h < h1; ++h) attend_one(g, h, worker);
+      if (group_begin_[g + 1] - group_begin_[g] == 1) attend_heads(g, h0, h1, worker);
+      else for (int h = h0; h < h1; ++h) attend_one(g, h, worker);
     };
     const int tasks = groups * tasks_per_group;
     size_t work = 0;  // floats of K and V this pass reads

@@ -117,7 +117,8 @@ class Gpt2Forward {
   cpu::AlignedFloats qkv_;     // (R, 3C)
   cpu::AlignedFloats att_;     // (R, C)  attention output, heads side by side
   cpu::AlignedFloats fc_;      // (R, 4C) MLP hidden
-  cpu::AlignedFloats scores_;  // (threads, kAttendRowsPerGroup, n_ctx) attention scores per worker
+  int scores_rows_ = 0;         // max(kAttendRowsPerGroup, n_head): score rows per worker
+  cpu::AlignedFloats scores_;  // (threads, scores_rows_, n_ctx) attention scores per worker
   std::vector<const SeqState*> row_seq_;  // (R) which sequence each row belongs to
   std::vector<int> row_pos_;              // (R) the row's position in its sequence
   std::vector<int> group_begin_;          // (R + 1) RunRows' attention groups: first row of each

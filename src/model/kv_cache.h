@@ -55,6 +55,8 @@ class KvPool {
     return ((static_cast<size_t>(layer) * 2 + kv) * n_head_ + head) *
            static_cast<size_t>(block_size_) * head_dim_;
   }
+  // Floats from one head's K (or V) rows to the next head's in a block.
+  size_t HeadStride() const { return static_cast<size_t>(block_size_) * head_dim_; }
   float* block(int id) { return data_.get() + static_cast<size_t>(id) * block_floats_; }
   const float* data() const { return data_.get(); }
 

@@ -46,8 +46,8 @@ struct PagedHead {
   std::vector<int32_t> table;
   PagedKvHead kv;
   size_t block_floats = 0;
-  PagedHead(int len, int hd, int bs, std::mt19937* gen) {
-    const int heads = 2, head = 1;
+  // `heads` heads in the pool's layout; kv describes head `head`.
+  PagedHead(int len, int hd, int bs, std::mt19937* gen, int heads = 2, int head = 1) {
     const int used = (len + bs - 1) / bs, blocks = used + 3;
     block_floats = static_cast<size_t>(2) * heads * bs * hd;
     pool = Random(block_floats * blocks, gen, -2.0f, 2.0f);
@@ -400,6 +400,40 @@ TEST_P(KernelsTest, AttendRowsEqualsOneQueryAtATime) {
             Attend(q.data() + i * q_stride, kv, len0 + i, scale, one_scores.data(), one.data());
             ASSERT_EQ(0, std::memcmp(one.data(), out.data() + i * out_stride, hd * sizeof(float)))
                 << "hd=" << hd << " bs=" << bs << " len0=" << len0 << " m=" << m << " query " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// One query of several adjacent heads in one call (a decode row): every
+// head's output is bit for bit the one-head kernel's (head dims with and
+// without a register-resident path, block sizes smaller and larger than a
+// vector, one head to all of a layer's, contexts whose values make the
+// kernel split the heads into groups, prefetch on and off).
+TEST_P(KernelsTest, AttendHeadsEqualsOneHeadAtATime) {
+  for (int hd : {64, 128, 16, 20, 8}) {
+    for (int bs : {1, 5, 16, 32}) {
+      for (int len : {1, 3, 16, 29, 70, 900}) {
+        for (int heads : {1, 3, 12}) {
+          // Heads [1, 1 + heads) of heads + 2 in the layout.
+          PagedHead paged(len, hd, bs, &gen_, heads + 2, 1);
+          PagedKvHead& kv = paged.kv;
+          kv.prefetch = (len + heads) % 2 == 0;
+          const size_t head_stride = static_cast<size_t>(bs) * hd;
+          const std::vector<float> q = Random(static_cast<size_t>(heads) * hd, &gen_);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> scores(static_cast<size_t>(heads) * len, kNaN), out(static_cast<size_t>(heads) * hd, kNaN);
+          AttendHeads(q.data(), heads, kv, head_stride, len, scale, scores.data(), out.data());
+          for (int h = 0; h < heads; ++h) {
+            PagedKvHead one_kv = kv;
+            one_kv.k_offset += h * head_stride;
+            one_kv.v_offset += h * head_stride;
+            std::vector<float> one_scores(len, kNaN), one(hd, kNaN);
+            Attend(q.data() + h * hd, one_kv, len, scale, one_scores.data(), one.data());
+            ASSERT_EQ(0, std::memcmp(one.data(), out.data() + h * hd, hd * sizeof(float)))
+                << "hd=" << hd << " bs=" << bs << " len=" << len << " heads=" << heads << " head " << h;
           }
         }
       }
