@@ -222,7 +222,7 @@ RunStats RunBatch(Ctx& c, engine::Engine& e, Stamper& st, int n, int new_tokens,
 // The machine's floors on `threads` threads, measured now (see lib/floors.h).
 bench::MachineFloors MeasureFloors(int threads) {
   cpu::ThreadPool pool(threads);
-  return bench::MachineFloors{bench::MeasureReadBandwidth(&pool, 5), bench::MeasureFmaPeak(&pool)};
+  return bench::MeasureFloors(&pool, 5);
 }
 
 // Makespan floors of the overlap experiment's two modes for n streams of
@@ -253,7 +253,7 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
   // Warm-up (page in the weights).
   RunBatch(c, *e, st, 2, 4, false, prompt_tokens, 999);
   // The floors bound the speedup; measured before and after the rounds (the
-  // shared host's state moves) and averaged.
+  // shared host's state moves), the better of each counts.
   const bench::MachineFloors before = MeasureFloors(a.threads);
   const bench::Gpt2Work work(c.model->config());
   int tag = 0;
@@ -321,8 +321,7 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
                  conc.makespan_ms / 1000, seq.makespan_ms / 1000, seq.makespan_ms / conc.makespan_ms, each.c_str());
   }
   const bench::MachineFloors after = MeasureFloors(a.threads);
-  const bench::MachineFloors floors{(before.read_bytes_per_s + after.read_bytes_per_s) / 2,
-                                    (before.fma_flops_per_s + after.fma_flops_per_s) / 2};
+  const bench::MachineFloors floors = bench::Best(before, after);
   double bound32 = NAN, conc32_floor = NAN, seq32_floor = NAN;
   std::vector<double> bound_tps;
   for (size_t i = 0; i < xs.size(); i++) {
@@ -355,7 +354,7 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
                 "speedup_bound_at_floors: the speedup no implementation could beat on this machine in this "
                 "run. Floors measured before / after the rounds on %d threads (bench/lib/floors.h): read "
                 "bandwidth %.1f / %.1f GB/s, fp32 FMA peak %.0f / %.0f GFLOP/s (short bursts: real matmuls on "
-                "both cores sustain less), averaged. Every step at max(FLOPs / peak, bytes / bandwidth), each "
+                "both cores sustain less); the better of each counts. Every step at max(FLOPs / peak, bytes / bandwidth), each "
                 "mode's prompts in one prefill pass; a decode step reads %.3g MB of weights. At 32 streams the "
                 "floors give %.2f s back to back (batch 1 %s-bound) and %.3f s concurrent (batch 32 %s-bound), "
                 "a bound of %.2fx; measured %.2fx, %.0f %% of it.%s",

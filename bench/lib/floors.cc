@@ -119,6 +119,14 @@ double MeasureFmaPeak(cpu::ThreadPool* pool) {
   return pool->threads() * fmas * lanes * 2 / s;
 }
 
+MachineFloors MeasureFloors(cpu::ThreadPool* pool, int read_reps) {
+  return MachineFloors{MeasureReadBandwidth(pool, read_reps), MeasureFmaPeak(pool)};
+}
+
+MachineFloors Best(const MachineFloors& a, const MachineFloors& b) {
+  return MachineFloors{std::max(a.read_bytes_per_s, b.read_bytes_per_s), std::max(a.fma_flops_per_s, b.fma_flops_per_s)};
+}
+
 Gpt2Work::Gpt2Work(const model::Gpt2Config& cfg)
     : C_(cfg.n_embd), L_(cfg.n_layer), V_(cfg.vocab_size),
       layer_macs_(C_ * 3 * C_ + C_ * C_ + 2 * C_ * 4 * C_) {}

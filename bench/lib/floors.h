@@ -33,6 +33,14 @@ struct MachineFloors {
   double fma_flops_per_s = 0;
 };
 
+// Both floors, measured now on the pool's threads (read bandwidth: the
+// median of `read_reps` passes).
+MachineFloors MeasureFloors(cpu::ThreadPool* pool, int read_reps);
+
+// The better of two measurements of each (on a shared host the state moves
+// during a run; a floor is the best the machine was seen to do).
+MachineFloors Best(const MachineFloors& a, const MachineFloors& b);
+
 struct Gpt2Work {
   explicit Gpt2Work(const model::Gpt2Config& cfg);
 
