@@ -52,8 +52,7 @@ class KvPool {
 
   // Floats from a block's start to the K (kv=0) or V (kv=1) rows of (layer, head).
   size_t Offset(int layer, int kv, int head) const {
-    return ((static_cast<size_t>(layer) * 2 + kv) * n_head_ + head) *
-           static_cast<size_t>(block_size_) * head_dim_;
+    return ((static_cast<size_t>(layer) * 2 + kv) * n_head_ + head) * HeadStride();
   }
   // Floats from one head's K (or V) rows to the next head's in a block.
   size_t HeadStride() const { return static_cast<size_t>(block_size_) * head_dim_; }
