@@ -7,6 +7,9 @@
 #   make fuzz         libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)
 #   make run          serve on 127.0.0.1:8080 (ARGS="..." adds flags)
 #   make bench        benchmarks; rewrites RESULTS.md tables from bench/results/
+#   make CUDA=1       the GPU build in build/cuda (nvcc; kernels/kernels.mk)
+#   make test-gpu     the GPU suites (tests/gpu; CUDA=1 implied); skip without a GPU
+#   V=1               print whole compiler commands instead of short lines
 #
 # Layout: each folder under src/ is one layer and becomes one archive
 # build/lib/<layer>.a; tests/<layer>/*_test.cc become build/tests/<layer>_tests.
@@ -14,8 +17,17 @@
 CXX      ?= g++
 CLANGXX  ?= $(firstword $(shell command -v clang++ clang++-14 2>/dev/null) clang++)
 SAN      ?=
+CUDA     ?=
 FUZZ_SECONDS ?= 60
 ARGS     ?=
+V        ?=
+
+# Short build lines ("  CXX   src/http/server.cc") unless V=1.
+ifeq ($(V),1)
+  quiet =
+else
+  quiet = @printf '  %-5s %s\n' '$(1)' '$(2)';
+endif
 
 ifeq ($(SAN),1)
   BUILD    := build/asan
@@ -25,6 +37,10 @@ else ifeq ($(SAN),thread)
   BUILD    := build/tsan
   SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
   OPT      := -O1 -g
+else ifeq ($(CUDA),1)
+  BUILD    := build/cuda
+  SANFLAGS :=
+  OPT      := -O2 -g
 else
   BUILD    := build
   SANFLAGS :=
@@ -35,14 +51,25 @@ WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -Isrc -Itests -Ibench -MMD -MP \
             -DTW_SOURCE_DIR=\"$(CURDIR)\"
 LDFLAGS  := $(SANFLAGS) -pthread
-# The shipped binaries are static; sanitizer builds cannot be.
-ifeq ($(SANFLAGS),)
+# The shipped CPU binaries are static; sanitizer builds cannot be, and the
+# CUDA build links the C library dynamically (kernels/kernels.mk).
+ifeq ($(CUDA),1)
+  CXXFLAGS += -DTW_CUDA=1 -Ikernels
+else ifeq ($(SANFLAGS),)
   STATIC := -static
 endif
 
+# A layer's sources: src/<layer>/*.cc, where *_cuda.cc is compiled only in
+# CUDA builds and *_nocuda.cc only in the others.
+ifeq ($(CUDA),1)
+  NOT_THIS_BUILD := %_nocuda.cc
+else
+  NOT_THIS_BUILD := %_cuda.cc
+endif
+layer_srcs = $(filter-out $(NOT_THIS_BUILD),$(wildcard src/$(1)/*.cc))
 LAYERS   := $(sort $(patsubst src/%/,%,$(wildcard src/*/)))
-LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(wildcard src/$(l)/*.cc),$(BUILD)/lib/$(l).a))
-LIBS_GROUP := -Wl,--start-group $(LAYER_LIBS) -Wl,--end-group
+LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(call layer_srcs,$(l)),$(BUILD)/lib/$(l).a))
+LIBS_GROUP := -Wl,--start-group $(LAYER_LIBS) $(if $(filter 1,$(CUDA)),$(BUILD)/lib/kernels.a) -Wl,--end-group
 
 TEST_DIRS := $(sort $(filter-out support data fuzz gpu,$(notdir $(wildcard tests/*))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*_test.cc),$(BUILD)/tests/$(d)_tests))
@@ -55,6 +82,11 @@ GTEST_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/li
 # the load generators' event loop) as $(BENCH_LIB); the client tests link it
 # to check the charts.
 include bench/lib/bench.mk
+# The CUDA kernels, their dev programs and the GPU tests (CUDA=1 builds).
+include kernels/kernels.mk
+ifeq ($(CUDA),1)
+  LDFLAGS += $(CUDA_LDLIBS)
+endif
 
 .PHONY: all test fuzz fuzz-check run bench clean gtest-check
 .DEFAULT_GOAL := all
@@ -64,22 +96,24 @@ all: $(BUILD)/tokenwire $(BUILD)/weights_tool
 # ---- objects and layer archives -------------------------------------------
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 define LAYER_RULE
-$(BUILD)/lib/$(1).a: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard src/$(1)/*.cc))
+$(BUILD)/lib/$(1).a: $(patsubst %.cc,$(BUILD)/obj/%.o,$(call layer_srcs,$(1)))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
-	ar rcs $$@ $$^
+	$$(call quiet,AR,$$@)ar rcs $$@ $$^
 endef
 $(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
 # ---- binaries ----------------------------------------------------------------
-$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS)
-	$(CXX) $(STATIC) -o $@ $< $(LIBS_GROUP) $(LDFLAGS)
+KERNEL_DEP := $(if $(filter 1,$(CUDA)),$(BUILD)/lib/kernels.a)
 
-$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS)
-	$(CXX) $(STATIC) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
+$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS) $(KERNEL_DEP)
+	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $< $(LIBS_GROUP) $(LDFLAGS)
+
+$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS) $(KERNEL_DEP)
+	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
 
 # ---- tests -------------------------------------------------------------------
 gtest-check:
@@ -87,9 +121,9 @@ gtest-check:
 	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
 
 define TEST_RULE
-$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) | gtest-check
+$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) $(KERNEL_DEP) | gtest-check
 	@mkdir -p $$(dir $$@)
-	$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
+	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
 
@@ -100,6 +134,22 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 	  echo "== $$t"; \
 	  if $$t --gtest_brief=1; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; echo "$$pass passed, $$fail failed"; test $$fail -eq 0
+
+# ---- GPU build and tests (kernels/kernels.mk) -------------------------------
+# make test-gpu: the GPU suites, each kernel against its CPU reference and the
+# engine on the CUDA runner. Without a GPU they skip, saying why.
+.PHONY: test-gpu
+ifeq ($(CUDA),1)
+$(GPU_TEST_BIN): $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LAYER_LIBS) $(KERNEL_LIB) | gtest-check
+	@mkdir -p $(dir $@)
+	$(call quiet,LD,$@)$(CXX) -o $@ $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
+
+test-gpu: $(GPU_TEST_BIN) $(BUILD)/tokenwire
+	$(GPU_TEST_BIN) --gtest_brief=1
+else
+test-gpu:
+	$(MAKE) CUDA=1 test-gpu
+endif
 
 # ---- fuzzing (clang + libFuzzer) -------------------------------------------
 # The layers are compiled once with coverage instrumentation into one archive;

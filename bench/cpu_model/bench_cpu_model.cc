@@ -22,6 +22,7 @@
 #include "cpu/thread_pool.h"
 #include "forward/random_gpt2.h"
 #include "lib/floors.h"
+#include "engine/block_allocator.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/sampling.h"
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
               Seconds(t0, Clock::now()), model.parameter_bytes() / 1e6, fwd->packed_weight_bytes() / 1e6,
               kv->bytes() / 1e6, cpu::IsaName(cpu::ActiveIsa()), threads);
 
-  model::BlockAllocator alloc(kv->num_blocks());
+  engine::BlockAllocator alloc(kv->num_blocks());
   std::vector<model::SeqState> seqs(32);
   for (auto& q : seqs) alloc.Alloc(blocks_per_seq, &q.block_table);
   std::vector<int32_t> prompt(kPrompt);

@@ -44,11 +44,12 @@
 #include <vector>
 
 #include "api/app.h"
+#include "api/backends.h"
 #include "api/config.h"
 #include "backend/backend.h"
 #include "client/sse_client.h"
 #include "engine/engine.h"
-#include "engine/model_source.h"
+#include "model/serving_model.h"
 #include "client/http_client.h"
 #include "json/json.h"
 #include "lib/floors.h"
@@ -147,9 +148,11 @@ std::unique_ptr<engine::Engine> MakeEngine(Ctx& c, int max_batch, int threads) {
   o.max_waiting = 1024;
   // Enough blocks for max_batch sequences of up to 448 positions (the
   // default, max_batch full contexts, would be 2.4 GB for the gpt2 shape).
-  o.num_kv_blocks = max_batch * model::BlocksFor(std::min(c.model->config().n_ctx, 448), 16);
+  o.num_kv_blocks = max_batch * engine::BlocksFor(std::min(c.model->config().n_ctx, 448), 16);
+  std::unique_ptr<engine::ModelRunner> runner;
+  Status s = api::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), &runner);
   std::unique_ptr<engine::Engine> e;
-  Status s = engine::Engine::Create(c.model, &c.tok, o, &e);
+  if (s.ok()) s = engine::Engine::Create(std::move(runner), &c.tok, o, &e);
   if (!s.ok()) {
     std::fprintf(stderr, "engine: %s\n", s.message().c_str());
     std::exit(1);
@@ -865,7 +868,7 @@ int main(int argc, char** argv) {
   const std::string loadavg_start = bench::LoadAvg();
   Ctx c;
   std::string name;
-  if (Status s = engine::LoadModelForServing(a.model, &c.model, &name); !s.ok()) {
+  if (Status s = model::LoadModelForServing(a.model, &c.model, &name); !s.ok()) {
     std::fprintf(stderr, "model: %s\n", s.message().c_str());
     return 1;
   }

@@ -7,11 +7,9 @@
 #include <charconv>
 #include <cstdio>
 
+#include "api/backends.h"
 #include "api/sse_subscription.h"
-#include "backend/events.h"
 #include "backend/mock_backend.h"
-#include "engine/engine.h"
-#include "engine/model_source.h"
 #include "json/json.h"
 #include "web/assets.h"  // GET /: the teaching page (src/web)
 #include "ws/echo_endpoint.h"
@@ -52,31 +50,21 @@ class CollectSubscription : public stream::Subscription {
       : responder_(std::move(r)), stream_id_(std::move(stream_id)), done_(std::move(done)) {}
 
   stream::DeliverResult Deliver(const stream::Event& ev) override {
-    if (ev.type == stream::EventType::kToken || ev.terminal()) {
-      json::Value v;
-      json::ParseLimits lim;
-      lim.max_bytes = ev.data.size() + 1;
-      if (json::Parse(ev.data, &v, lim).ok()) {
-        if (ev.type == stream::EventType::kToken) {
-          if (const json::Value* t = v.Find("token")) tokens_.push_back(t->as_int());
-          if (const json::Value* t = v.Find("text")) text_ += t->as_string();
-        } else {
-          last_ = std::move(v);
-        }
-      }
+    if (ev.type == stream::EventType::kToken) {
+      tokens_.push_back(ev.token);
+      text_ += ev.text;
+    } else if (ev.terminal()) {
+      last_ = std::make_shared<stream::Event>(ev);
     }
     return stream::DeliverResult::kTaken;
   }
 
   void Complete() override {
-    if (last_.Find("type") != nullptr && last_.Find("finish_reason") == nullptr) {
+    if (last_ && last_->type == stream::EventType::kError) {
       // A stream-level error event (e.g. queue_timeout): an error answer.
-      const json::Value* type = last_.Find("type");
-      const json::Value* msg = last_.Find("message");
-      const json::Value* retry = last_.Find("retryable");
-      responder_.SendError(503, type->is_string() ? type->as_string() : "internal",
-                           msg && msg->is_string() ? msg->as_string() : "generation failed",
-                           retry && retry->is_bool() && retry->as_bool());
+      ApiError e = last_->error ? *last_->error : ApiError::Make(ErrorCode::kInternal, "generation failed");
+      e.http_status = 503;
+      responder_.SendError(e);
     } else {
       std::string body;
       json::Writer w(&body);
@@ -87,15 +75,18 @@ class CollectSubscription : public stream::Subscription {
       w.String(text_);
       w.Key("tokens");
       w.BeginArray();
-      for (int64_t t : tokens_) w.Int(t);
+      for (int32_t t : tokens_) w.Int(t);
       w.EndArray();
-      const json::Value* fr = last_.Find("finish_reason");
       w.Key("finish_reason");
-      w.String(fr && fr->is_string() ? fr->as_string() : "error");
+      w.String(last_ ? stream::FinishReasonName(last_->finish_reason) : "error");
       w.Key("usage");
-      const json::Value* usage = last_.Find("usage");
-      if (usage) {
-        w.Raw(json::Serialize(*usage));
+      if (last_) {
+        w.BeginObject();
+        w.Key("prompt_tokens");
+        w.Int(last_->prompt_tokens);
+        w.Key("completion_tokens");
+        w.Int(last_->completion_tokens);
+        w.EndObject();
       } else {
         w.Null();
       }
@@ -105,8 +96,10 @@ class CollectSubscription : public stream::Subscription {
     Finish();
   }
 
-  void End(const stream::SubscriberEnd& end) override {
-    responder_.SendError(503, end.type, end.message, end.retryable,
+  void End(const ApiError& end) override {
+    ApiError e = end;
+    e.http_status = 503;
+    responder_.SendError(503, e.type(), e.message, e.retryable,
                          {{"resume_from", std::to_string(end.resume_from)},
                           {"stream", "\"" + stream_id_ + "\""}});
     Finish();
@@ -121,9 +114,9 @@ class CollectSubscription : public stream::Subscription {
   http::Responder responder_;
   std::string stream_id_;
   std::function<void(void*)> done_;
-  std::vector<int64_t> tokens_;
+  std::vector<int32_t> tokens_;
   std::string text_;
-  json::Value last_;
+  std::shared_ptr<const stream::Event> last_;  // the terminal event
 };
 
 App::App(Config config) : config_(std::move(config)) {}
@@ -159,37 +152,7 @@ Status App::Init(bool watch_signals) {
                                     kFastBuckets);
   m_tokens_generated_ = metrics_.AddCounter("tokens_generated_total", "Tokens generated.");
 
-  if (config_.backend == "mock") {
-    backend::MockOptions mo;
-    mo.ttft_ms = static_cast<int>(config_.mock_ttft_ms);
-    mo.tokens_per_s = config_.mock_tokens_per_s;
-    // The mock has no attention window: any prompt + max_new_tokens the
-    // request bounds allow is fine.
-    mo.context_length = 1 << 30;
-    backend_ = std::make_unique<backend::MockBackend>(mo, &tokenizer_);
-  } else if (config_.backend == "cpu") {
-    // GPT-2 on the step-driven engine: --model DIR, or random tiny weights.
-    std::shared_ptr<const model::Gpt2Model> model;
-    std::string name;
-    if (Status s = engine::LoadModelForServing(config_.model_dir, &model, &name); !s.ok()) {
-      return Status::Error("--model: " + s.message());
-    }
-    engine::EngineOptions eo;
-    eo.model_name = name;
-    eo.max_batch = static_cast<int>(config_.max_batch);
-    eo.prefill_batch_tokens = static_cast<int>(config_.prefill_batch_tokens);
-    eo.num_kv_blocks = static_cast<int>(config_.kv_blocks);
-    eo.block_size_tokens = static_cast<int>(config_.block_size);
-    eo.max_waiting = static_cast<int>(config_.max_waiting);
-    eo.threads = config_.threads > 0 ? config_.threads : cpu::ThreadPool::HardwareThreads();
-    eo.metrics = &metrics_;
-    std::unique_ptr<engine::Engine> e;
-    if (Status s = engine::Engine::Create(std::move(model), &tokenizer_, eo, &e); !s.ok()) return s;
-    backend_ = std::move(e);
-  } else {
-    return Status::Error("--backend " + config_.backend +
-                         ": not available in this build (use --backend mock or cpu)");
-  }
+  if (Status s = MakeBackend(config_, &tokenizer_, &metrics_, &backend_, &backend_info_); !s.ok()) return s;
   model_name_ = backend_->model_name();
 
   bounds_.max_new_tokens = static_cast<int>(config_.max_new_tokens);
@@ -210,7 +173,15 @@ Status App::Init(bool watch_signals) {
   ho.max_streams = static_cast<size_t>(config_.max_streams);
   ho.stream_limits.resume_window_events = static_cast<size_t>(config_.resume_window_events);
   ho.stream_limits.max_subscribers = static_cast<size_t>(config_.max_subscribers);
-  ho.stream_limits.lab_pad_bytes = static_cast<size_t>(config_.lab_pad_bytes);  // 0 unless --lab
+  ho.stream_limits.stream_interval = static_cast<int>(config_.stream_interval);
+  ho.stream_interval = static_cast<int>(config_.stream_interval);
+  ho.stream_interval_bound_ms = config_.stream_interval_bound_ms;
+  ho.write_batch_events = static_cast<size_t>(config_.write_batch_events);
+  if (config_.lab && config_.lab_pad_bytes > 0) {
+    auto lab = std::make_shared<stream::LabStreamOptions>();
+    lab->pad_bytes = static_cast<uint32_t>(config_.lab_pad_bytes);
+    ho.stream_limits.lab = std::move(lab);  // every stream of a --lab-pad-bytes server is a lab stream
+  }
   ho.lab_unbounded_max_events = static_cast<size_t>(config_.lab_unbounded_max_events);
   ho.lab_unbounded_max_bytes = static_cast<size_t>(config_.lab_unbounded_max_bytes);
   ho.stream_limits.metrics = {m_ttft_, m_itl_, m_tokens_generated_};
@@ -299,11 +270,7 @@ bool App::Authorized(const http::Request& req, http::Responder& r) {
   return false;
 }
 
-void App::SendRequestError(http::Responder& r, const RequestError& e) {
-  http::JsonFields extra;
-  if (e.offset >= 0) extra.push_back({"offset", std::to_string(e.offset)});
-  r.SendError(e.status, e.type, e.message, false, extra, CorsHeaders());
-}
+void App::SendRequestError(http::Responder& r, const ApiError& e) { r.SendError(e, CorsHeaders()); }
 
 void App::AddRoutes() {
   auto guarded = [this](auto fn) {
@@ -355,49 +322,36 @@ void App::AddRoutes() {
   AddWebSocketRoutes();
 }
 
-std::shared_ptr<stream::Stream> App::Launch(std::string_view body,
-                                            std::initializer_list<std::string_view> allow_extra,
-                                            Refusal* why) {
+std::shared_ptr<stream::Stream> App::Launch(ParsedGeneration g, ApiError* why) {
   if (shutting_down_) {
-    *why = {503, "shutting_down", "the server is shutting down", true, -1, 1000};
-    return nullptr;
-  }
-  ParsedGeneration g;
-  RequestError err;
-  if (!ParseGenerationRequest(body, tokenizer_, bounds_, default_policy_, &g, &err, allow_extra)) {
-    *why = {err.status, err.type, err.message, false, err.offset, 0};
+    *why = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
+    why->retry_after_ms = 1000;
     return nullptr;
   }
   auto s = hub_->Create(g.policy);
   if (!s) {
-    *why = {503, "overloaded", "too many streams (--max-streams)", true, -1, 1000};
+    *why = ApiError::Make(ErrorCode::kOverloaded, "too many streams (--max-streams)");
+    why->retry_after_ms = 1000;
     return nullptr;
   }
-  int prompt_tokens = static_cast<int>(g.request.prompt_tokens.size());
-  s->Append(stream::EventType::kStart, backend::StartEventData(s->id(), model_name_, prompt_tokens));
-  backend::SubmitRefusal refusal;
-  if (!backend_->Submit(s, std::move(g.request), &refusal)) {
+  s->Append(stream::Event::Start(static_cast<int>(g.request.prompt_tokens.size())));
+  if (!backend_->Submit(s, std::move(g.request), why)) {
     hub_->Abandon(s);
-    *why = {refusal.http_status, refusal.type, refusal.message, refusal.http_status == 503, -1,
-            refusal.http_status == 503 ? refusal.retry_after_ms : 0};
+    if (why->http_status != 503) why->retry_after_ms = 0;
     return nullptr;
   }
   return s;
 }
 
 std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, http::Responder& r) {
-  Refusal why;
-  auto s = Launch(req.body, {}, &why);
-  if (s) return s;
-  http::JsonFields extra;
-  http::Headers headers = CorsHeaders();
-  if (why.offset >= 0) extra.push_back({"offset", std::to_string(why.offset)});
-  if (why.retry_after_ms > 0) {
-    extra.push_back({"retry_after_ms", std::to_string(why.retry_after_ms)});
-    headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (why.retry_after_ms + 999) / 1000)));
+  ParsedGeneration g;
+  ApiError why;
+  std::shared_ptr<stream::Stream> s;
+  if (ParseGenerationRequest(req.body, tokenizer_, bounds_, default_policy_, &g, &why)) {
+    s = Launch(std::move(g), &why);
   }
-  r.SendError(why.status, why.type, why.message, why.retryable, extra, headers);
-  return nullptr;
+  if (!s) r.SendError(why, CorsHeaders());
+  return s;
 }
 
 void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after) {
@@ -407,7 +361,8 @@ void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r,
   o.extra_headers = CorsHeaders();
   http::Responder keep = r;
   auto sub = std::make_shared<SseSubscription>(
-      &loop_, hub_.get(), std::move(r), std::move(o), [this](SseSubscription* self) {
+      &loop_, hub_.get(), std::move(r), std::move(o),
+      std::make_unique<TokenWireSseFormat>(s->id(), model_name_), [this](SseSubscription* self) {
         auto it = subscriptions_.find(self);
         if (it != subscriptions_.end()) {
           loop_.ReleaseLater(std::move(it->second));  // freed after this callback returns
@@ -425,11 +380,12 @@ void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r,
   subscriptions_.erase(sub.get());
   loop_.ReleaseLater(sub);
   if (res == stream::Stream::AttachResult::kWindowExceeded) {
-    keep.SendError(409, "resume_window_exceeded",
-                   "event " + std::to_string(after + 1) +
-                       " has left the resume window; the oldest event still held is " +
-                       std::to_string(oldest),
-                   false, {{"oldest_available", std::to_string(oldest)}}, CorsHeaders());
+    ApiError e = ApiError::Make(ErrorCode::kResumeWindowExceeded,
+                                "event " + std::to_string(after + 1) +
+                                    " has left the resume window; the oldest event still held is " +
+                                    std::to_string(oldest));
+    e.oldest_available = static_cast<int64_t>(oldest);
+    keep.SendError(e, CorsHeaders());
   } else {
     keep.SendError(503, "overloaded", "too many subscribers on this stream (--max-subscribers)",
                    true, {}, {{"Retry-After", "1"}});
@@ -541,7 +497,11 @@ bool App::ParseJsonBody(const http::Request& req, http::Responder& r, json::Valu
   lim.max_depth = static_cast<int>(config_.max_json_depth);
   size_t off = 0;
   Status st = json::Parse(req.body, out, lim, &off);
-  if (!st.ok()) SendRequestError(r, {400, "invalid_json", st.message(), static_cast<int64_t>(off)});
+  if (!st.ok()) {
+    ApiError e = ApiError::Make(ErrorCode::kInvalidJson, st.message());
+    e.offset = static_cast<int64_t>(off);
+    SendRequestError(r, e);
+  }
   return st.ok();
 }
 
@@ -550,7 +510,7 @@ void App::HandleTokenize(const http::Request& req, http::Responder r) {
   if (!ParseJsonBody(req, r, &v)) return;
   const json::Value* text = v.Find("text");
   if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
-    SendRequestError(r, {400, "invalid_request", "expected {\"text\": string}", -1});
+    SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"text\": string}"));
     return;
   }
   std::vector<tokenizer::TokenId> ids = tokenizer_.Encode(text->as_string());
@@ -572,15 +532,15 @@ void App::HandleDetokenize(const http::Request& req, http::Responder r) {
   if (!ParseJsonBody(req, r, &v)) return;
   const json::Value* toks = v.Find("tokens");
   if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
-    SendRequestError(r, {400, "invalid_request", "expected {\"tokens\": [ids]}", -1});
+    SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"tokens\": [ids]}"));
     return;
   }
   std::vector<tokenizer::TokenId> ids;
   for (size_t i = 0; i < toks->items().size(); i++) {
     const json::Value& t = toks->items()[i];
     if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
-      SendRequestError(r, {422, "invalid_request",
-                           "tokens[" + std::to_string(i) + "] is not a token id", -1});
+      SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, 422,
+                                         "tokens[" + std::to_string(i) + "] is not a token id"));
       return;
     }
     ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
@@ -588,7 +548,7 @@ void App::HandleDetokenize(const http::Request& req, http::Responder r) {
   std::string bytes;
   Status ds = tokenizer_.Decode(ids, &bytes);
   if (!ds.ok()) {
-    SendRequestError(r, {422, "invalid_request", ds.message(), -1});
+    SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, 422, ds.message()));
     return;
   }
   // Token bytes need not be valid UTF-8 on their own; the writer replaces
@@ -631,8 +591,11 @@ void App::HandleMetrics(http::Responder r) {
   text += "tokenwire_resumes_total{result=\"window_exceeded\"} " + std::to_string(c.resumes_window_exceeded) + "\n";
   text += "tokenwire_resumes_total{result=\"not_found\"} " + std::to_string(c.resumes_not_found) + "\n";
   text += "# HELP tokenwire_streams_finished_total Streams by outcome (finish_reason).\n# TYPE tokenwire_streams_finished_total counter\n";
-  for (const auto& [reason, n] : c.outcomes) {
-    text += "tokenwire_streams_finished_total{outcome=\"" + reason + "\"} " + std::to_string(n) + "\n";
+  for (int i = 0; i < stream::kFinishReasons; i++) {
+    if (c.outcomes[i] == 0) continue;
+    text += std::string("tokenwire_streams_finished_total{outcome=\"") +
+            stream::FinishReasonName(static_cast<stream::FinishReason>(i)) + "\"} " +
+            std::to_string(c.outcomes[i]) + "\n";
   }
   r.Send(200, "text/plain; version=0.0.4; charset=utf-8", text);
 }
@@ -656,7 +619,12 @@ void App::HandleStats(http::Responder r) {
   w.BeginObject();
   w.Key("backend");
   w.String(backend_->kind());
-  backend_->WriteStats(&w);
+  std::vector<backend::StatField> fields;
+  backend_->Stats(&fields);
+  for (const backend::StatField& f : fields) {
+    w.Key(f.name);
+    w.Int(f.value);
+  }
   w.EndObject();
   w.Key("connections");
   w.Int(static_cast<int64_t>(server_->connection_count()));
@@ -716,6 +684,7 @@ void App::AddWebSocketRoutes() {
   so.max_streams_per_connection = static_cast<size_t>(config_.ws_max_streams_per_connection);
   so.max_json_bytes = static_cast<size_t>(config_.ws_max_message_bytes);
   so.max_json_depth = static_cast<int>(config_.max_json_depth);
+  so.model = model_name_;
   router_.Add("GET", "/v1/ws", [this, hs, wo, so](const http::Request& req, http::Responder r) {
     if (!Authorized(req, r)) return;
     if (shutting_down_) {
@@ -725,7 +694,7 @@ void App::AddWebSocketRoutes() {
     ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so] {
       return std::make_unique<ws::WsSession>(
           &loop_, hub_.get(),
-          [this](std::string_view m, ws::StartRefusal* ref) { return StartWsGeneration(m, ref); }, so);
+          [this](const json::Value& m, ApiError* ref) { return StartWsGeneration(m, ref); }, so);
     });
   });
   if (config_.lab) {
@@ -735,14 +704,10 @@ void App::AddWebSocketRoutes() {
   }
 }
 
-std::shared_ptr<stream::Stream> App::StartWsGeneration(std::string_view message, ws::StartRefusal* refusal) {
-  Refusal why;
-  auto s = Launch(message, {"op"}, &why);
-  if (s) return s;
-  *refusal = {why.type, why.message, why.retryable, {}};
-  if (why.offset >= 0) refusal->extra.emplace_back("offset", std::to_string(why.offset));
-  if (why.retry_after_ms > 0) refusal->extra.emplace_back("retry_after_ms", std::to_string(why.retry_after_ms));
-  return nullptr;
+std::shared_ptr<stream::Stream> App::StartWsGeneration(const json::Value& message, ApiError* refusal) {
+  ParsedGeneration g;
+  if (!ParseGenerationObject(message, tokenizer_, bounds_, default_policy_, &g, refusal, {"op"})) return nullptr;
+  return Launch(std::move(g), refusal);
 }
 
 }  // namespace tw::api

@@ -5,8 +5,10 @@
 // RequestShutdown() and port() from any thread. The backend has threads of
 // its own; everything else here runs on the I/O thread.
 //
-// Layering: JSON stays in this layer and the HTTP layer; the hub and the
-// backend see token ids and pre-rendered event payloads.
+// Layering: JSON is written at the edges (this layer, the HTTP layer's error
+// responses, the SSE and WebSocket formats); requests are parsed once into
+// typed values (api::ParsedGeneration), and the hub and the backend see typed
+// events (stream::Event) and token ids.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "api/backends.h"
 #include "api/config.h"
 #include "api/generation_request.h"
 #include "backend/backend.h"
@@ -25,10 +28,6 @@
 #include "net/event_loop.h"
 #include "stream/hub.h"
 #include "tokenizer/tokenizer.h"
-
-namespace tw::ws {
-struct StartRefusal;
-}
 
 namespace tw::api {
 
@@ -76,28 +75,19 @@ class App {
   void HandleModel(const http::Request& req, http::Responder r);        // GET /v1/models/{id}
   // ---- end OpenAI-compatible API
 
-  // Creates, submits and returns a stream, or answers the refusal and
-  // returns nullptr.
+  // Parses the body, launches, and returns the stream; or answers the
+  // refusal and returns nullptr.
   std::shared_ptr<stream::Stream> StartGeneration(const http::Request& req, http::Responder& r);
-  // Why a generation was refused before its first byte, transport-neutral.
-  struct Refusal {
-    int status = 400;
-    std::string type;
-    std::string message;
-    bool retryable = false;
-    int64_t offset = -1;          // invalid_json: byte offset
-    int64_t retry_after_ms = 0;   // > 0: retry after this long
-  };
-  // The core both transports share: parse, create, append `start`, submit.
-  std::shared_ptr<stream::Stream> Launch(std::string_view body,
-                                         std::initializer_list<std::string_view> allow_extra,
-                                         Refusal* why);
+  // The core every transport shares, on a typed request: create, append
+  // `start`, submit. Refusals (shutting_down, overloaded, the backend's) fill
+  // *why before any byte of a stream.
+  std::shared_ptr<stream::Stream> Launch(ParsedGeneration g, ApiError* why);
   void AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after);
   // WebSocket (src/ws): GET /v1/ws and, with --lab, GET /lab/ws-echo.
   void AddWebSocketRoutes();
-  // StartGeneration for a WebSocket "generate" message (its "op" allowed).
-  std::shared_ptr<stream::Stream> StartWsGeneration(std::string_view message, ws::StartRefusal* refusal);
-  void SendRequestError(http::Responder& r, const RequestError& e);
+  // A WebSocket "generate" message, already parsed (its "op" allowed).
+  std::shared_ptr<stream::Stream> StartWsGeneration(const json::Value& message, ApiError* refusal);
+  void SendRequestError(http::Responder& r, const ApiError& e);
   // Parses a request body as JSON within the depth bound; on failure answers
   // 400 invalid_json (with the byte offset) and returns false.
   bool ParseJsonBody(const http::Request& req, http::Responder& r, json::Value* out);
@@ -118,6 +108,7 @@ class App {
   bool shutting_down_ = false;
   int signal_fd_ = -1;
   std::string model_name_;
+  BackendInfo backend_info_;  // what --backend built (the start-up summary)
   // OpenAI's "created" of the served model (GET /v1/models): when the App was made.
   int64_t created_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(
                                 std::chrono::system_clock::now().time_since_epoch())

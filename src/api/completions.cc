@@ -12,33 +12,29 @@ namespace tw::api {
 
 namespace {
 
-bool Refuse(OpenAiError* err, int status, std::string param, std::string message,
-            std::string code = "") {
-  *err = OpenAiError();
-  err->status = status;
-  err->type = "invalid_request_error";
+bool Refuse(ApiError* err, int status, std::string param, std::string message,
+            ErrorCode code = ErrorCode::kInvalidRequest) {
+  *err = ApiError::Make(code, status, std::move(message));
   err->param = std::move(param);
-  err->message = std::move(message);
-  err->code = std::move(code);
   return false;
 }
 
 // `where` is the offending value ("stop[2]") inside the top-level `param`.
-bool WrongType(OpenAiError* err, std::string_view param, std::string_view want,
+bool WrongType(ApiError* err, std::string_view param, std::string_view want,
                std::string_view where = {}) {
   std::string what(where.empty() ? param : where);
   return Refuse(err, 400, std::string(param), "'" + what + "' must be " + std::string(want));
 }
 
 // A param we accept only at its default value (which changes nothing).
-bool Unsupported(OpenAiError* err, std::string_view param, std::string_view allowed) {
+bool Unsupported(ApiError* err, std::string_view param, std::string_view allowed) {
   return Refuse(err, 400, std::string(param),
                 "'" + std::string(param) + "' is not supported by this server; omit it or send " +
                     std::string(allowed));
 }
 
 bool TokenId(const json::Value& t, const RequestBounds& bounds, const std::string& where,
-             std::vector<int32_t>* out, OpenAiError* err) {
+             std::vector<int32_t>* out, ApiError* err) {
   if (!t.is_int()) return WrongType(err, "prompt", "an integer token id", where);
   if (t.as_int() < 0 || t.as_int() >= bounds.vocab_size) {
     return Refuse(err, 400, "prompt",
@@ -53,7 +49,7 @@ bool TokenId(const json::Value& t, const RequestBounds& bounds, const std::strin
 // array of one array of token ids. "" is OpenAI's default prompt,
 // "<|endoftext|>" (the model generates as if from the start of a document).
 bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
-                 const RequestBounds& bounds, std::vector<int32_t>* out, OpenAiError* err) {
+                 const RequestBounds& bounds, std::vector<int32_t>* out, ApiError* err) {
   out->clear();
   const json::Value* text = nullptr;
   if (v.is_string()) {
@@ -92,7 +88,7 @@ bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
 }
 
 bool ParseStop(const json::Value& v, const RequestBounds& bounds, std::vector<std::string>* out,
-               OpenAiError* err) {
+               ApiError* err) {
   out->clear();
   std::vector<const json::Value*> items;
   if (!StopValues(v, &items)) return WrongType(err, "stop", "a string or an array of strings");
@@ -116,7 +112,7 @@ bool ParseStop(const json::Value& v, const RequestBounds& bounds, std::vector<st
   return true;
 }
 
-bool ParseStreamOptions(const json::Value& v, bool* include_usage, OpenAiError* err) {
+bool ParseStreamOptions(const json::Value& v, bool* include_usage, ApiError* err) {
   if (v.is_null()) return true;
   if (!v.is_object()) return WrongType(err, "stream_options", "an object");
   for (const auto& [key, val] : v.members()) {
@@ -138,43 +134,29 @@ int64_t UnixSeconds() {
       .count();
 }
 
-bool ParseEvent(const stream::Event& ev, json::Value* out) {
-  json::ParseLimits lim;
-  lim.max_bytes = ev.data.size() + 1;
-  return json::Parse(ev.data, out, lim).ok();
-}
-
-int IntField(const json::Value* obj, std::string_view key) {
-  const json::Value* v = obj ? obj->Find(key) : nullptr;
-  return v && v->is_int() ? static_cast<int>(v->as_int()) : 0;
-}
-
-std::string StringField(const json::Value& obj, std::string_view key, std::string_view fallback) {
-  const json::Value* v = obj.Find(key);
-  return v && v->is_string() ? v->as_string() : std::string(fallback);
-}
-
 // The answer for a stream that ended without a usable finish reason: an
-// error event ({"type","message","retryable"}) or a done event whose
-// finish_reason is cancelled / error.
-OpenAiError ErrorForEnding(const stream::Event& ev, const json::Value& v) {
+// error event, or a done event whose finish_reason is cancelled / error.
+ApiError ErrorForEnding(const stream::Event& ev) {
   if (ev.type == stream::EventType::kError) {
-    std::string type = StringField(v, "type", "internal");
-    const json::Value* retry = v.Find("retryable");
-    bool retryable = retry && retry->is_bool() && retry->as_bool();
-    return FromOurError(type == "internal" ? 500 : 503, type,
-                        StringField(v, "message", "generation failed"), retryable ? 1000 : 0);
+    ApiError e = ev.error ? *ev.error : ApiError::Make(ErrorCode::kInternal, "generation failed");
+    e.http_status = e.code == ErrorCode::kInternal ? 500 : 503;
+    e.retry_after_ms = e.retryable ? 1000 : 0;
+    return e;
   }
-  std::string reason = StringField(v, "finish_reason", "error");
-  if (reason == "cancelled") {
-    return FromOurError(503, "cancelled", "the generation was cancelled before it finished", 0);
+  if (ev.finish_reason == stream::FinishReason::kCancelled) {
+    return ApiError::Make(ErrorCode::kCancelled, "the generation was cancelled before it finished");
   }
-  return FromOurError(500, "internal", "the generation ended with finish_reason '" + reason + "'", 0);
+  return ApiError::Make(ErrorCode::kInternal, std::string("the generation ended with finish_reason '") +
+                                                  stream::FinishReasonName(ev.finish_reason) + "'");
 }
 
 // A subscriber-level ending (slow_client, shutting_down, …) as an error.
-OpenAiError ErrorForSubscriberEnd(const stream::SubscriberEnd& end) {
-  return FromOurError(503, end.type, end.message, end.retryable ? 1000 : 0);
+ApiError ErrorForSubscriberEnd(const ApiError& end) {
+  ApiError e = end;
+  e.http_status = 503;
+  e.retry_after_ms = end.retryable ? 1000 : 0;
+  e.resume_from = -1;  // OpenAI's error object has no such field
+  return e;
 }
 
 void AppendData(std::string* out, std::string_view data) { sse::AppendEventNoId(out, "", data); }
@@ -206,14 +188,14 @@ void BeginOpenAiObject(json::Writer& w, std::string_view id, std::string_view ob
 
 bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
                             const RequestBounds& bounds, std::string_view model_id,
-                            CompletionRequest* out, OpenAiError* err) {
+                            CompletionRequest* out, ApiError* err) {
   json::Value v;
   size_t offset = 0;
   Status st = ParseRequestJson(body, bounds, &v, &offset);
   if (!st.ok()) {
     return Refuse(err, 400, "",
                   "the body is not valid JSON (byte " + std::to_string(offset) + "): " + st.message(),
-                  "invalid_json");
+                  ErrorCode::kInvalidJson);
   }
   if (!v.is_object()) return Refuse(err, 400, "", "the body must be a JSON object");
 
@@ -232,7 +214,7 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
     return Refuse(err, 404, "model",
                   "the model '" + model->as_string() + "' does not exist; this server serves '" +
                       std::string(model_id) + "'",
-                  "model_not_found");
+                  ErrorCode::kModelNotFound);
   }
   r.model = model->as_string();
 
@@ -324,68 +306,51 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
                       std::to_string(r.prompt_tokens.size()) + " in your prompt; " +
                       std::to_string(r.max_tokens) +
                       " for the completion). Please reduce your prompt or max_tokens.",
-                  "context_length_exceeded");
+                  ErrorCode::kPromptTooLong);
   }
   return true;
 }
 
-std::string ToGenerationBody(const CompletionRequest& req) {
-  std::string out;
-  json::Writer w(&out);
-  w.BeginObject();
-  w.Key("prompt_tokens");
-  w.BeginArray();
-  for (int32_t t : req.prompt_tokens) w.Int(t);
-  w.EndArray();
-  w.Key("max_new_tokens");
-  w.Int(req.max_tokens);
-  w.Key("temperature");
-  w.Double(req.temperature);
-  w.Key("top_p");
-  w.Double(req.top_p);
-  if (req.has_seed) {
-    w.Key("seed");
-    w.Int(req.seed);
-  }
-  if (!req.stop.empty()) {
-    w.Key("stop");
-    w.BeginArray();
-    for (const auto& s : req.stop) w.String(s);
-    w.EndArray();
-  }
-  w.EndObject();
-  return out;
+backend::GenerationRequest ToGeneration(const CompletionRequest& req) {
+  backend::GenerationRequest g;
+  g.prompt_tokens = req.prompt_tokens;
+  g.max_new_tokens = req.max_tokens;
+  g.temperature = static_cast<float>(req.temperature);
+  g.top_p = static_cast<float>(req.top_p);
+  g.has_seed = req.has_seed;
+  g.seed = static_cast<uint64_t>(req.seed);
+  g.stop = req.stop;
+  return g;
 }
 
-bool OpenAiFinishReason(std::string_view ours, std::string* openai) {
-  if (ours == "eos" || ours == "stop") {
-    *openai = "stop";
-    return true;
+bool OpenAiFinishReason(stream::FinishReason ours, std::string* openai) {
+  switch (ours) {
+    case stream::FinishReason::kEos:
+    case stream::FinishReason::kStop:
+      *openai = "stop";
+      return true;
+    case stream::FinishReason::kLength:
+      *openai = "length";
+      return true;
+    default:
+      return false;
   }
-  if (ours == "length") {
-    *openai = "length";
-    return true;
-  }
-  return false;
 }
 
-OpenAiError FromOurError(int status, std::string_view type, std::string_view message,
-                         int64_t retry_after_ms) {
-  OpenAiError e;
+ApiError ForOpenAi(ApiError e) {
   // OpenAI answers every invalid value with 400; we say 422 for some.
-  e.status = status == 422 ? 400 : status;
-  e.type = e.status >= 500 ? "server_error" : "invalid_request_error";
-  e.message = std::string(message);
-  e.code = std::string(type);
-  e.retry_after_ms = retry_after_ms;
-  if (type == "prompt_too_long") {
-    e.code = "context_length_exceeded";
-    e.param = "prompt";
-  }
+  if (e.http_status == 422) e.http_status = 400;
+  if (e.code == ErrorCode::kPromptTooLong && e.param.empty()) e.param = "prompt";
   return e;
 }
 
-std::string OpenAiErrorJson(const OpenAiError& e) {
+std::string OpenAiErrorJson(const ApiError& e) {
+  std::string code;
+  if (e.code == ErrorCode::kPromptTooLong) {
+    code = "context_length_exceeded";
+  } else if (e.code != ErrorCode::kInvalidRequest) {
+    code = e.type();
+  }
   std::string out;
   json::Writer w(&out);
   w.BeginObject();
@@ -394,11 +359,11 @@ std::string OpenAiErrorJson(const OpenAiError& e) {
   w.Key("message");
   w.String(e.message);
   w.Key("type");
-  w.String(e.type);
+  w.String(e.http_status >= 500 ? "server_error" : "invalid_request_error");
   w.Key("param");
   StringOrNull(w, e.param);
   w.Key("code");
-  StringOrNull(w, e.code);
+  StringOrNull(w, code);
   w.EndObject();
   w.EndObject();
   return out;
@@ -503,46 +468,35 @@ std::string ModelListJson(std::string_view id, int64_t created) {
   return out;
 }
 
-void SendOpenAiError(http::Responder& r, const OpenAiError& e, const http::Headers& extra) {
+void SendOpenAiError(http::Responder& r, const ApiError& e, const http::Headers& extra) {
   http::Headers h = extra;
   if (e.retry_after_ms > 0) {
     h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (e.retry_after_ms + 999) / 1000)));
   }
-  r.Send(e.status, "application/json", OpenAiErrorJson(e), h);
+  r.Send(e.http_status, "application/json", OpenAiErrorJson(e), h);
 }
 
 // ---- OpenAiSseFormat ---------------------------------------------------------
 
 SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std::string* out) {
-  json::Value v;
-  bool parsed = ParseEvent(ev, &v);
   switch (ev.type) {
     case stream::EventType::kStart:
       return Bytes::kNone;
-    case stream::EventType::kToken: {
-      const json::Value* text = v.Find("text");
+    case stream::EventType::kToken:
       // A token whose text is held back (part of a character or of a
       // possible stop string) has nothing to say yet.
-      if (!parsed || text == nullptr || !text->is_string() || text->as_string().empty()) {
-        return Bytes::kNone;
-      }
-      AppendData(out, CompletionChunkJson(meta_, text->as_string(), ""));
+      if (ev.text.empty()) return Bytes::kNone;
+      AppendData(out, CompletionChunkJson(meta_, ev.text, ""));
       return Bytes::kEvent;
-    }
     case stream::EventType::kDone:
     case stream::EventType::kError: {
       std::string reason;
-      if (ev.type == stream::EventType::kDone &&
-          OpenAiFinishReason(StringField(v, "finish_reason", ""), &reason)) {
+      if (ev.type == stream::EventType::kDone && OpenAiFinishReason(ev.finish_reason, &reason)) {
         // The last content chunk carries the finish reason.
         AppendData(out, CompletionChunkJson(meta_, "", reason));
-        if (meta_.include_usage) {
-          const json::Value* usage = v.Find("usage");
-          AppendData(out, UsageChunkJson(meta_, IntField(usage, "prompt_tokens"),
-                                         IntField(usage, "completion_tokens")));
-        }
+        if (meta_.include_usage) AppendData(out, UsageChunkJson(meta_, ev.prompt_tokens, ev.completion_tokens));
       } else {
-        AppendData(out, OpenAiErrorJson(ErrorForEnding(ev, v)));
+        AppendData(out, OpenAiErrorJson(ErrorForEnding(ev)));
       }
       *out += kDoneLine;
       return Bytes::kLast;
@@ -551,9 +505,9 @@ SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std::stri
   return Bytes::kNone;
 }
 
-void OpenAiSseFormat::AppendEnding(const stream::SubscriberEnd& end, std::string* out) {
-  OpenAiError e = ErrorForSubscriberEnd(end);
-  if (end.type == "slow_client") {
+void OpenAiSseFormat::AppendEnding(const ApiError& end, std::string* out) {
+  ApiError e = ErrorForSubscriberEnd(end);
+  if (end.code == ErrorCode::kSlowClient) {
     e.message += "; the stream may be resumed with GET /v1/streams/" + stream_id_ +
                  "/events?after=" + std::to_string(end.resume_from);
   }
@@ -578,37 +532,30 @@ stream::DeliverResult CompletionCollectSubscription::Deliver(const stream::Event
     Done();
     return stream::DeliverResult::kGone;
   }
-  json::Value v;
-  ParseEvent(ev, &v);
   switch (ev.type) {
     case stream::EventType::kStart:
-      prompt_tokens_ = IntField(&v, "prompt_tokens");
+      prompt_tokens_ = ev.prompt_tokens;
       break;
-    case stream::EventType::kToken: {
-      const json::Value* text = v.Find("text");
-      if (text != nullptr && text->is_string()) text_ += text->as_string();
+    case stream::EventType::kToken:
+      text_ += ev.text;
       break;
-    }
     case stream::EventType::kDone:
-    case stream::EventType::kError: {
-      if (ev.type == stream::EventType::kDone &&
-          OpenAiFinishReason(StringField(v, "finish_reason", ""), &finish_reason_)) {
-        const json::Value* usage = v.Find("usage");
-        prompt_tokens_ = IntField(usage, "prompt_tokens");
-        completion_tokens_ = IntField(usage, "completion_tokens");
+    case stream::EventType::kError:
+      if (ev.type == stream::EventType::kDone && OpenAiFinishReason(ev.finish_reason, &finish_reason_)) {
+        prompt_tokens_ = ev.prompt_tokens;
+        completion_tokens_ = ev.completion_tokens;
       } else {
         failed_ = true;
-        error_ = ErrorForEnding(ev, v);
+        error_ = ErrorForEnding(ev);
       }
       break;
-    }
   }
   return stream::DeliverResult::kTaken;
 }
 
 void CompletionCollectSubscription::Complete() {
   if (failed_ || finish_reason_.empty()) {
-    if (!failed_) error_ = FromOurError(500, "internal", "the stream ended without a finish reason");
+    if (!failed_) error_ = ApiError::Make(ErrorCode::kInternal, "the stream ended without a finish reason");
     SendOpenAiError(responder_, error_, extra_headers_);
   } else {
     responder_.Send(200, "application/json",
@@ -618,7 +565,7 @@ void CompletionCollectSubscription::Complete() {
   Done();
 }
 
-void CompletionCollectSubscription::End(const stream::SubscriberEnd& end) {
+void CompletionCollectSubscription::End(const ApiError& end) {
   SendOpenAiError(responder_, ErrorForSubscriberEnd(end), extra_headers_);
   Done();
 }
@@ -633,16 +580,17 @@ void CompletionCollectSubscription::Done() {
 
 void App::HandleCompletions(const http::Request& req, http::Responder r) {
   CompletionRequest c;
-  OpenAiError err;
+  ApiError err;
   if (!ParseCompletionRequest(req.body, tokenizer_, bounds_, model_name_, &c, &err)) {
     SendOpenAiError(r, err, CorsHeaders());
     return;
   }
-  Refusal why;
-  std::shared_ptr<stream::Stream> s = Launch(ToGenerationBody(c), {}, &why);
+  ParsedGeneration g;
+  g.request = ToGeneration(c);
+  g.policy = default_policy_;
+  std::shared_ptr<stream::Stream> s = Launch(std::move(g), &err);
   if (!s) {
-    SendOpenAiError(r, FromOurError(why.status, why.type, why.message, why.retry_after_ms),
-                    CorsHeaders());
+    SendOpenAiError(r, ForOpenAi(std::move(err)), CorsHeaders());
     return;
   }
   CompletionMeta meta;
@@ -687,8 +635,9 @@ void App::HandleCompletions(const http::Request& req, http::Responder r) {
   subscriptions_.erase(sub.get());
   loop_.ReleaseLater(sub);
   hub_->Cancel(s, [] {});
-  SendOpenAiError(keep, FromOurError(503, "overloaded", "no subscriber may attach (--max-subscribers)", 1000),
-                  CorsHeaders());
+  ApiError busy = ApiError::Make(ErrorCode::kOverloaded, "no subscriber may attach (--max-subscribers)");
+  busy.retry_after_ms = 1000;
+  SendOpenAiError(keep, busy, CorsHeaders());
 }
 
 void App::HandleModels(const http::Request&, http::Responder r) {
@@ -698,11 +647,9 @@ void App::HandleModels(const http::Request&, http::Responder r) {
 void App::HandleModel(const http::Request&, http::Responder r) {
   std::string id(r.Param("id"));
   if (id != model_name_) {
-    OpenAiError e;
-    e.status = 404;
+    ApiError e = ApiError::Make(ErrorCode::kModelNotFound,
+                                "the model '" + id + "' does not exist; this server serves '" + model_name_ + "'");
     e.param = "model";
-    e.code = "model_not_found";
-    e.message = "the model '" + id + "' does not exist; this server serves '" + model_name_ + "'";
     SendOpenAiError(r, e, CorsHeaders());
     return;
   }

@@ -5,11 +5,11 @@
 // text/event-stream of `data: {chunk}` lines ending with `data: [DONE]`.
 // GET /v1/models and /v1/models/{id} list the one served model.
 //
-// The request is translated into our own generation request (DESIGN.md §4)
-// and launched through App::Launch, so the policies, bounds, metrics and
-// cancellation on disconnect are those of /v1/stream. Everything the
-// translation can refuse is refused here, before the first byte, with an
-// OpenAI error object that names the param:
+// The request is parsed once into a CompletionRequest, mapped onto our typed
+// generation request (ToGeneration) and launched through App::Launch, so the
+// policies, bounds, metrics and cancellation on disconnect are those of
+// /v1/stream. Everything the parser can refuse is refused here, before the
+// first byte, with an OpenAI error object that names the param:
 //   400 invalid_request_error  bad JSON, unknown or unsupported param, bad value,
 //                              prompt + max_tokens over the context
 //                              (code context_length_exceeded)
@@ -47,16 +47,6 @@ namespace tw::api {
 // OpenAI's default max_tokens for legacy completions.
 inline constexpr int kOpenAiDefaultMaxTokens = 16;
 
-// An OpenAI error object: {"error":{"message","type","param","code"}}.
-struct OpenAiError {
-  int status = 400;                           // HTTP status before the first byte
-  std::string type = "invalid_request_error"; // or "server_error"
-  std::string message;
-  std::string param;                          // "" is written as null
-  std::string code;                           // "" is written as null
-  int64_t retry_after_ms = 0;                 // > 0: a Retry-After header
-};
-
 // A validated completions request.
 struct CompletionRequest {
   std::string model;
@@ -77,24 +67,27 @@ struct CompletionRequest {
 // with *err filled on any refusal; *err names the param.
 bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
                             const RequestBounds& bounds, std::string_view model_id,
-                            CompletionRequest* out, OpenAiError* err);
+                            CompletionRequest* out, ApiError* err);
 
-// Our generation request (DESIGN.md §4) for a validated completions request:
-// {"prompt_tokens":[…],"max_new_tokens":…,"temperature":…,"top_p":…[,"seed":…][,"stop":[…]]}.
-std::string ToGenerationBody(const CompletionRequest& req);
+// Our generation request (DESIGN.md §4) for a validated completions request
+// (max_tokens → max_new_tokens; prompt tokens, temperature, top_p, seed and
+// stop as they are).
+backend::GenerationRequest ToGeneration(const CompletionRequest& req);
 
 // Our finish reasons to OpenAI's: eos and stop → "stop", length → "length".
-// False for cancelled, error and anything else (those end in an error).
-bool OpenAiFinishReason(std::string_view ours, std::string* openai);
+// False for cancelled and error (those end in an error).
+bool OpenAiFinishReason(stream::FinishReason ours, std::string* openai);
 
-// An error answer from one of our refusals or error events: `type` is ours
-// (DESIGN.md §4: invalid_json, overloaded, queue_timeout, …) and becomes the
-// code; statuses under 500 are invalid_request_error, others server_error.
-OpenAiError FromOurError(int status, std::string_view type, std::string_view message,
-                         int64_t retry_after_ms = 0);
+// One of our errors as OpenAI answers it: 422 becomes 400, prompt_too_long
+// names the param "prompt"; the rest as it is.
+ApiError ForOpenAi(ApiError e);
 
-// {"error":{"message":…,"type":…,"param":…,"code":…}}
-std::string OpenAiErrorJson(const OpenAiError& e);
+// {"error":{"message":…,"type":…,"param":…,"code":…}}: type is
+// invalid_request_error under 500, else server_error; param null when
+// empty; code: null for invalid_request (the param says what), OpenAI's
+// context_length_exceeded for prompt_too_long, else our type (invalid_json,
+// model_not_found, overloaded, …).
+std::string OpenAiErrorJson(const ApiError& e);
 
 // What every chunk and answer of one completion shares.
 struct CompletionMeta {
@@ -121,7 +114,7 @@ std::string ModelListJson(std::string_view id, int64_t created);
 
 // Sends an OpenAI error as a complete JSON response (with Retry-After when
 // retry_after_ms > 0).
-void SendOpenAiError(http::Responder& r, const OpenAiError& e, const http::Headers& extra = {});
+void SendOpenAiError(http::Responder& r, const ApiError& e, const http::Headers& extra = {});
 
 // Extra room a completion stream keeps free below the output bound
 // (SseSubscription::Options::reserve_bytes): the last chunks, or an error
@@ -143,7 +136,7 @@ class OpenAiSseFormat : public SseFormat {
 
   void AppendPreamble(std::string*) override {}
   Bytes AppendEvent(const stream::Event& event, std::string* out) override;
-  void AppendEnding(const stream::SubscriberEnd& end, std::string* out) override;
+  void AppendEnding(const ApiError& end, std::string* out) override;
 
  private:
   CompletionMeta meta_;
@@ -161,7 +154,7 @@ class CompletionCollectSubscription : public stream::Subscription {
 
   stream::DeliverResult Deliver(const stream::Event& event) override;
   void Complete() override;
-  void End(const stream::SubscriberEnd& end) override;
+  void End(const ApiError& end) override;
 
  private:
   void Done();
@@ -173,9 +166,9 @@ class CompletionCollectSubscription : public stream::Subscription {
   std::string text_;
   int prompt_tokens_ = 0;
   int completion_tokens_ = 0;
-  std::string finish_reason_;  // ours, from the done event
+  std::string finish_reason_;  // OpenAI's, from the done event
   bool failed_ = false;        // an error event, or a done we turn into an error
-  OpenAiError error_;
+  ApiError error_;
 };
 
 }  // namespace tw::api

@@ -51,6 +51,9 @@ struct Config {
   int64_t max_subscribers = 8;          // per stream
   int64_t max_stop_strings = 4;
   int64_t max_stop_bytes = 64;
+  int64_t stream_interval = 1;            // --stream-interval: token events announced in groups of up to N
+  int64_t stream_interval_bound_ms = 10;  // --stream-interval-bound-ms: the longest a token is held
+  int64_t write_batch_events = 64;        // --write-batch-events: events one subscriber is handed per loop iteration
   // Connections and HTTP.
   int64_t max_connections = 4096;
   int64_t max_header_bytes = 16384;

@@ -11,6 +11,7 @@
 
 #include "backend/text_assembler.h"
 #include "cpu/thread_pool.h"
+#include "engine/block_allocator.h"
 #include "model/forward.h"
 #include "model/gpt2.h"
 #include "model/kv_cache.h"
@@ -154,7 +155,7 @@ int GenerateMain(int argc, char** argv, int first) {
   std::unique_ptr<model::Gpt2Forward> fwd;
   if (Status s = model::Gpt2Forward::Create(*gpt2, kv.get(), &pool, fl, &fwd); !s.ok()) return fail(s);
 
-  model::BlockAllocator blocks(kc.num_blocks);
+  engine::BlockAllocator blocks(kc.num_blocks);
   model::SeqState seq;
   if (!blocks.Alloc(kc.num_blocks, &seq.block_table)) return fail(Status::Error("KV allocation failed"));
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/api_error.h"
 #include "json/json.h"
 #include "stream/hub.h"
 
@@ -37,13 +38,6 @@ struct RequestBounds {
   int vocab_size = 50257;
 };
 
-struct RequestError {
-  int status = 400;
-  std::string type;     // invalid_json, invalid_request, prompt_too_long
-  std::string message;
-  int64_t offset = -1;  // for invalid_json
-};
-
 struct ParsedGeneration {
   backend::GenerationRequest request;
   stream::Policy policy = stream::Policy::kDropSlow;
@@ -61,16 +55,18 @@ Status ParseRequestJson(std::string_view body, const RequestBounds& bounds, json
 bool StopValues(const json::Value& v, std::vector<const json::Value*>* items);
 
 // `allow_extra` lists top-level fields that are accepted and ignored (the
-// WebSocket "op"). Returns false with *err filled on any refusal.
+// WebSocket "op"). Returns false with *err filled on any refusal (its code
+// invalid_json with the offset, invalid_request with the field as param, or
+// prompt_too_long).
 bool ParseGenerationRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
                             const RequestBounds& bounds, stream::Policy default_policy,
-                            ParsedGeneration* out, RequestError* err,
+                            ParsedGeneration* out, ApiError* err,
                             std::initializer_list<std::string_view> allow_extra = {});
 
 // Same, from an already-parsed JSON object.
 bool ParseGenerationObject(const json::Value& obj, const tokenizer::Tokenizer& tokenizer,
                            const RequestBounds& bounds, stream::Policy default_policy,
-                           ParsedGeneration* out, RequestError* err,
+                           ParsedGeneration* out, ApiError* err,
                            std::initializer_list<std::string_view> allow_extra = {});
 
 }  // namespace tw::api

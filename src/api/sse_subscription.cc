@@ -1,5 +1,7 @@
 #include "api/sse_subscription.h"
 
+#include "json/error_json.h"
+#include "sse/event_json.h"
 #include "sse/writer.h"
 
 namespace tw::api {
@@ -9,28 +11,24 @@ namespace tw::api {
 void TokenWireSseFormat::AppendPreamble(std::string* out) { sse::AppendRetry(out, 1000); }
 
 SseFormat::Bytes TokenWireSseFormat::AppendEvent(const stream::Event& event, std::string* out) {
-  sse::AppendEvent(out, event.seq, stream::EventTypeName(event.type), event.data);
+  // Written once per event, whatever the number of subscribers (I/O thread).
+  std::string& wire = event.wire[static_cast<int>(stream::Wire::kSse)];
+  if (wire.empty()) {
+    data_.clear();
+    sse::AppendEventData(&data_, event, sse::EventContext{stream_id_, model_});
+    sse::AppendEvent(&wire, event.seq, stream::EventTypeName(event.type), data_);
+  }
+  out->append(wire);
   return Bytes::kEvent;
 }
 
-void TokenWireSseFormat::AppendEnding(const stream::SubscriberEnd& end, std::string* out) {
-  std::string data = "{\"type\":";
-  http::AppendJsonString(&data, end.type);
-  data += ",\"message\":";
-  http::AppendJsonString(&data, end.message);
-  data += ",\"retryable\":";
-  data += end.retryable ? "true" : "false";
-  data += ",\"resume_from\":" + std::to_string(end.resume_from) + "}";
-  sse::AppendEventNoId(out, "error", data);
+void TokenWireSseFormat::AppendEnding(const ApiError& end, std::string* out) {
+  data_.clear();
+  json::AppendErrorObject(&data_, end);
+  sse::AppendEventNoId(out, "error", data_);
 }
 
 // ---- SseSubscription ---------------------------------------------------------
-
-SseSubscription::SseSubscription(net::EventLoop* loop, stream::StreamHub* hub,
-                                 http::Responder responder, Options options,
-                                 std::function<void(SseSubscription*)> on_done)
-    : SseSubscription(loop, hub, std::move(responder), std::move(options),
-                      std::make_unique<TokenWireSseFormat>(), std::move(on_done)) {}
 
 SseSubscription::SseSubscription(net::EventLoop* loop, stream::StreamHub* hub,
                                  http::Responder responder, Options options,
@@ -124,7 +122,7 @@ void SseSubscription::Complete() {
   Done();
 }
 
-void SseSubscription::End(const stream::SubscriberEnd& end) {
+void SseSubscription::End(const ApiError& end) {
   if (done_) return;
   if (!last_written_ && EnsureStarted()) {
     scratch_.clear();

@@ -12,9 +12,11 @@
 // How an event becomes bytes is an SseFormat's, the one thing the transports
 // differ in:
 //   TokenWireSseFormat (here; the default)  `retry:` first, then every stream
-//       event as `id: N / event: type / data: {...}`; a subscriber-level
-//       ending (slow_client, shutting_down) as an `event: error` without an
-//       id, carrying resume_from.
+//       event as `id: N / event: type / data: {...}` (sse/event_json.h); a
+//       subscriber-level ending (slow_client, shutting_down) as an
+//       `event: error` without an id, carrying resume_from. Its bytes are the
+//       same for every subscriber of a stream, so they are written once per
+//       event (stream::Event::wire) and copied for the others.
 //   OpenAiSseFormat (api/completions.h)  OpenAI's `data: {chunk}` lines
 //       ending with `data: [DONE]`.
 //
@@ -60,7 +62,7 @@ class SseFormat {
   virtual Bytes AppendEvent(const stream::Event& event, std::string* out) = 0;
   // Appends the bytes that end the response early (a subscriber-level
   // ending, DESIGN.md §5), after the 200.
-  virtual void AppendEnding(const stream::SubscriberEnd& end, std::string* out) = 0;
+  virtual void AppendEnding(const ApiError& end, std::string* out) = 0;
 };
 
 // Ours (DESIGN.md §5): `retry: 1000`, then `id: N / event: type / data: {...}`
@@ -68,9 +70,17 @@ class SseFormat {
 // "resume_from"} and no id.
 class TokenWireSseFormat : public SseFormat {
  public:
+  // The start event names the stream and the model.
+  TokenWireSseFormat(std::string stream_id, std::string model)
+      : stream_id_(std::move(stream_id)), model_(std::move(model)) {}
   void AppendPreamble(std::string* out) override;
   Bytes AppendEvent(const stream::Event& event, std::string* out) override;
-  void AppendEnding(const stream::SubscriberEnd& end, std::string* out) override;
+  void AppendEnding(const ApiError& end, std::string* out) override;
+
+ private:
+  std::string stream_id_;
+  std::string model_;
+  std::string data_;  // scratch: one event's data object
 };
 
 class SseSubscription : public stream::Subscription,
@@ -83,10 +93,7 @@ class SseSubscription : public stream::Subscription,
     http::Headers extra_headers;  // e.g. CORS
   };
   // `on_done` runs once when this subscription has ended for any reason.
-  // This one writes our own events (TokenWireSseFormat).
-  SseSubscription(net::EventLoop* loop, stream::StreamHub* hub, http::Responder responder,
-                  Options options, std::function<void(SseSubscription*)> on_done);
-  // The same with another format (never null).
+  // `format` turns events into bytes (never null).
   SseSubscription(net::EventLoop* loop, stream::StreamHub* hub, http::Responder responder,
                   Options options, std::unique_ptr<SseFormat> format,
                   std::function<void(SseSubscription*)> on_done);
@@ -94,7 +101,7 @@ class SseSubscription : public stream::Subscription,
 
   stream::DeliverResult Deliver(const stream::Event& event) override;
   void Complete() override;
-  void End(const stream::SubscriberEnd& end) override;
+  void End(const ApiError& end) override;
 
   // Starts the HTTP response now (normally done by the first Deliver).
   void Start() { EnsureStarted(); }

@@ -10,6 +10,10 @@
 // timeout). Stream::producer_exited() becoming true is the moment
 // "cancellation reached the model".
 //
+// Events are typed (stream::Event); a backend never writes JSON. The stream
+// layer controls a backend through stream::ProducerControl (Cancel,
+// SetPaused), which Backend extends, so the hub needs nothing from here.
+//
 // Threads: every method is thread-safe and never blocks on a client. Submit,
 // Cancel and SetPaused only record a wish; the backend's own thread carries it
 // out at its next step.
@@ -21,7 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "json/json.h"
+#include "common/api_error.h"
+#include "stream/producer.h"
 #include "stream/stream.h"
 
 namespace tw::backend {
@@ -39,38 +44,35 @@ struct GenerationRequest {
   stream::Clock::time_point arrival = stream::Clock::now();
 };
 
-struct SubmitRefusal {
-  int http_status = 503;
-  std::string type = "overloaded";
-  std::string message;
-  int64_t retry_after_ms = 1000;
+// One named counter or gauge of a backend, for /stats and the start-up
+// summary (the edge writes them; e.g. {"kv_blocks_free", 448}).
+struct StatField {
+  const char* name;
+  int64_t value;
 };
 
-class Backend {
+class Backend : public stream::ProducerControl {
  public:
-  virtual ~Backend() = default;
+  ~Backend() override = default;
 
   virtual const char* kind() const = 0;           // "mock", "cpu", "cuda"
   virtual std::string model_name() const = 0;     // e.g. "gpt2"
   virtual int context_length() const = 0;         // prompt + new tokens bound
 
   // Queues a generation producing into `stream`. Returns false (and fills
-  // *refusal) if it cannot be accepted now; nothing is appended then and the
-  // caller still owns the stream.
+  // *refusal: overloaded with retry_after_ms, shutting_down, prompt_too_long)
+  // if it cannot be accepted now; nothing is appended then and the caller
+  // still owns the stream.
   virtual bool Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
-                      SubmitRefusal* refusal) = 0;
-  // Asks the producer to stop; it finishes the stream with finish_reason
-  // "cancelled" (if it had not finished already). Idempotent; unknown ids are
-  // ignored.
-  virtual void Cancel(const std::string& stream_id) = 0;
-  // Leaves the stream out of generation (keeping its state) until resumed.
-  virtual void SetPaused(const std::string& stream_id, bool paused) = 0;
+                      ApiError* refusal) = 0;
+  // Cancel and SetPaused: stream::ProducerControl (the stream is finished
+  // with finish_reason "cancelled"; idempotent; unknown ids are ignored).
   // Cancels every generation, waits for the producer threads to exit.
   virtual void Shutdown() = 0;
 
-  // Appends backend fields to an open JSON object (for /stats), e.g.
-  // "running", "waiting", "kv_blocks_total", ...
-  virtual void WriteStats(json::Writer* w) const = 0;
+  // The backend's counters for /stats, e.g. {"running", n}, {"waiting", n},
+  // {"kv_blocks_total", n}, ... (appended to *out).
+  virtual void Stats(std::vector<StatField>* out) const = 0;
 };
 
 }  // namespace tw::backend

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "backend/events.h"
 #include "backend/text_assembler.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_stream.h"
@@ -54,13 +53,12 @@ MockBackend::MockBackend(const MockOptions& options, const tokenizer::Tokenizer*
 MockBackend::~MockBackend() { Shutdown(); }
 
 bool MockBackend::Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
-                         SubmitRefusal* refusal) {
+                         ApiError* refusal) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
     if (refusal) {
-      refusal->http_status = 503;
-      refusal->type = "shutting_down";
-      refusal->message = "the server is shutting down";
+      *refusal = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
+      refusal->retry_after_ms = 1000;
     }
     return false;
   }
@@ -98,12 +96,10 @@ void MockBackend::Shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
-void MockBackend::WriteStats(json::Writer* w) const {
+void MockBackend::Stats(std::vector<StatField>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  w->Key("running");
-  w->Int(static_cast<int64_t>(live_));
-  w->Key("waiting");
-  w->Int(0);
+  out->push_back({"running", static_cast<int64_t>(live_)});
+  out->push_back({"waiting", 0});
 }
 
 size_t MockBackend::live_count() const {
@@ -150,7 +146,7 @@ void MockBackend::Apply(Command& c) {
       break;
     }
     case Command::Kind::kCancel:
-      if (it != seqs_.end()) Finish(*it->second, "cancelled", "");
+      if (it != seqs_.end()) Finish(*it->second, stream::FinishReason::kCancelled);
       break;
     case Command::Kind::kPause:
       if (it != seqs_.end() && !it->second->paused) {
@@ -182,19 +178,19 @@ void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
   int index = s.produced++;
   s.first_due_pending = false;
   if (step.stopped) {
-    s.stream->Append(stream::EventType::kToken, TokenEventData(index, token, step.text));
-    Finish(s, "stop", "");
+    s.stream->Append(stream::Event::Token(index, token, std::move(step.text)));
+    Finish(s, stream::FinishReason::kStop);
     return;
   }
   if (s.produced >= s.request.max_new_tokens) {
     // Last token: carry everything held back (partial character, possible
     // stop-string prefix) in its text.
     std::string tail = step.text + s.text->Push(s.utf8.Flush()).text + s.text->Flush();
-    s.stream->Append(stream::EventType::kToken, TokenEventData(index, token, tail));
-    Finish(s, "length", "");
+    s.stream->Append(stream::Event::Token(index, token, std::move(tail)));
+    Finish(s, stream::FinishReason::kLength);
     return;
   }
-  s.stream->Append(stream::EventType::kToken, TokenEventData(index, token, step.text));
+  s.stream->Append(stream::Event::Token(index, token, std::move(step.text)));
   s.next_due += interval_;
   if (s.next_due < now - 100 * interval_) s.next_due = now;  // don't burst after a stall
   s.ticket = next_ticket_++;
@@ -202,7 +198,7 @@ void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
   tickets_[s.ticket] = &s;
 }
 
-void MockBackend::Finish(Sequence& s, const char* reason, std::string /*text_tail*/) {
+void MockBackend::Finish(Sequence& s, stream::FinishReason reason) {
   int prompt = static_cast<int>(s.request.prompt_tokens.size());
   // The log records the exit first: whoever learns of the exit through the
   // stream (a DELETE's 204) then also finds it in the log.
@@ -211,12 +207,12 @@ void MockBackend::Finish(Sequence& s, const char* reason, std::string /*text_tai
     auto it = logs_.find(s.id);
     if (it != logs_.end()) {
       it->second.exited = true;
-      it->second.finish_reason = reason;
+      it->second.finish_reason = stream::FinishReasonName(reason);
       it->second.exit_time = stream::Clock::now();
     }
     live_--;
   }
-  s.stream->Finish(stream::EventType::kDone, DoneEventData(reason, prompt, s.produced));
+  s.stream->Finish(stream::Event::Done(reason, prompt, s.produced));
   if (s.ticket) tickets_.erase(s.ticket);
   seqs_.erase(s.id);  // destroys s
 }
@@ -245,7 +241,7 @@ void MockBackend::Run() {
           }
         }
         batch.clear();
-        while (!seqs_.empty()) Finish(*seqs_.begin()->second, "cancelled", "");
+        while (!seqs_.empty()) Finish(*seqs_.begin()->second, stream::FinishReason::kCancelled);
         return;
       }
     }

@@ -53,11 +53,11 @@ class MockBackend : public Backend {
   std::string model_name() const override { return options_.model_name; }
   int context_length() const override { return options_.context_length; }
   bool Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
-              SubmitRefusal* refusal) override;
+              ApiError* refusal) override;
   void Cancel(const std::string& stream_id) override;
   void SetPaused(const std::string& stream_id, bool paused) override;
   void Shutdown() override;
-  void WriteStats(json::Writer* w) const override;
+  void Stats(std::vector<StatField>* out) const override;
 
   // The token the mock produces at position `index` for this prompt and seed.
   static int32_t TokenAt(const std::vector<int32_t>& prompt, uint64_t seed, int index);
@@ -87,7 +87,7 @@ class MockBackend : public Backend {
   void Run();
   void Apply(Command& c);
   void Produce(Sequence& s, stream::Clock::time_point now);
-  void Finish(Sequence& s, const char* reason, std::string text_tail);
+  void Finish(Sequence& s, stream::FinishReason reason);
   void Log(const std::string& id, int32_t token);
 
   const MockOptions options_;

@@ -4,9 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "backend/events.h"
 #include "backend/text_assembler.h"
-#include "json/json.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_stream.h"
 
@@ -36,9 +34,9 @@ struct Engine::Sequence {
   std::shared_ptr<stream::Stream> stream;
   backend::GenerationRequest request;
   std::vector<int32_t> model_prompt;  // what is prefilled ([eos] for an empty prompt)
-  model::Rng rng;
-  model::SamplingParams params;
-  model::SeqState kv;
+  SamplingRow sampling;               // counter = produced when drawing
+  std::vector<int32_t> block_table;   // reserved at admission, released by Retire
+  int cached = 0;                     // tokens whose K/V the runner holds
   int blocks_needed = 0;
   bool admitted = false;   // blocks reserved, prefill started
   bool released = false;   // blocks returned (exactly once)
@@ -50,58 +48,55 @@ struct Engine::Sequence {
   backend::TextAssembler text;
 
   Sequence(std::shared_ptr<stream::Stream> s, backend::GenerationRequest r, uint64_t seed)
-      : id(s->id()),
-        stream(std::move(s)),
-        request(std::move(r)),
-        rng(seed),
-        text(request.stop) {
-    params.temperature = request.temperature;
-    params.top_k = request.top_k;
-    params.top_p = request.top_p;
+      : id(s->id()), stream(std::move(s)), request(std::move(r)), text(request.stop) {
+    sampling.temperature = request.temperature;
+    sampling.top_k = request.top_k;
+    sampling.top_p = request.top_p;
+    sampling.seed = seed;
   }
 };
 
-Status Engine::Create(std::shared_ptr<const model::Gpt2Model> model,
-                      const tokenizer::Tokenizer* tokenizer, const EngineOptions& options,
-                      std::unique_ptr<Engine>* out) {
-  if (!model) return Status::Error("engine: no model");
-  if (tokenizer == nullptr) return Status::Error("engine: no tokenizer");
-  const model::Gpt2Config& c = model->config();
-  EngineOptions o = options;
-  if (o.max_batch < 1) return Status::Error("engine: max_batch must be >= 1, got " + std::to_string(o.max_batch));
-  if (o.block_size_tokens < 1) {
-    return Status::Error("engine: block_size_tokens must be >= 1, got " + std::to_string(o.block_size_tokens));
+RunnerLimits RunnerLimitsFor(const EngineOptions& o, int n_ctx) {
+  RunnerLimits l;
+  l.max_batch = o.max_batch;
+  l.block_size_tokens = o.block_size_tokens;
+  l.num_kv_blocks = o.num_kv_blocks;
+  if (l.num_kv_blocks == 0 && o.block_size_tokens >= 1) {
+    l.num_kv_blocks = o.max_batch * BlocksFor(n_ctx, o.block_size_tokens);
   }
-  if (o.max_waiting < 0) return Status::Error("engine: max_waiting must be >= 0");
-  if (o.num_kv_blocks == 0) o.num_kv_blocks = o.max_batch * model::BlocksFor(c.n_ctx, o.block_size_tokens);
-  if (o.num_kv_blocks < 1) return Status::Error("engine: num_kv_blocks must be >= 1");
-  if (o.threads < 1) o.threads = 1;
-  if (o.eos_token_id < 0) o.eos_token_id = c.eos_token_id;
+  l.max_prefill_tokens = std::max(1, o.max_prefill_chunk_tokens);
+  l.threads = std::max(1, o.threads);
+  return l;
+}
 
-  std::unique_ptr<Engine> e(new Engine(std::move(model), tokenizer, o));
-  e->pool_ = std::make_unique<cpu::ThreadPool>(o.threads);
-  model::KvCacheConfig kc;
-  kc.num_blocks = o.num_kv_blocks;
-  kc.block_size_tokens = o.block_size_tokens;
-  if (Status s = model::KvPool::Create(c, kc, &e->kv_); !s.ok()) return Status::Error("engine: " + s.message());
-  e->alloc_ = std::make_unique<model::BlockAllocator>(o.num_kv_blocks);
-  model::ForwardLimits fl;
-  fl.max_batch = o.max_batch;
-  fl.max_prefill_chunk_tokens = std::max(1, o.max_prefill_chunk_tokens);
-  if (Status s = model::Gpt2Forward::Create(*e->model_, e->kv_.get(), e->pool_.get(), fl, &e->forward_);
-      !s.ok()) {
-    return Status::Error("engine: " + s.message());
+Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Tokenizer* tokenizer,
+                      const EngineOptions& options, std::unique_ptr<Engine>* out) {
+  if (!runner) return Status::Error("engine: no runner");
+  if (tokenizer == nullptr) return Status::Error("engine: no tokenizer");
+  EngineOptions o = options;
+  if (o.max_waiting < 0) return Status::Error("engine: max_waiting must be >= 0");
+  // The runner's provisioning is the truth for everything it holds.
+  const RunnerLimits rl = runner->limits();
+  if (rl.max_batch < 1 || rl.block_size_tokens < 1 || rl.num_kv_blocks < 1) {
+    return Status::Error("engine: the runner reports max_batch " + std::to_string(rl.max_batch) +
+                         ", block size " + std::to_string(rl.block_size_tokens) + ", " +
+                         std::to_string(rl.num_kv_blocks) + " KV blocks (each must be >= 1)");
   }
-  for (int w = 0; w < e->pool_->threads(); w++) e->samplers_.push_back(std::make_unique<model::Sampler>(c.vocab_size));
-  e->logits_.assign(static_cast<size_t>(o.max_batch) * c.vocab_size, 0.0f);
+  o.max_batch = rl.max_batch;
+  o.block_size_tokens = rl.block_size_tokens;
+  o.num_kv_blocks = rl.num_kv_blocks;
+  o.max_prefill_chunk_tokens = rl.max_prefill_tokens;
+  o.threads = rl.threads;
+  const ModelShape shape = runner->shape();
+  if (o.eos_token_id < 0) o.eos_token_id = shape.eos_token_id;
+
+  std::unique_ptr<Engine> e(new Engine(std::move(runner), tokenizer, o));
+  e->alloc_ = std::make_unique<BlockAllocator>(o.num_kv_blocks);
   e->tokens_.assign(static_cast<size_t>(o.max_batch), 0);
   StepScratch& sc = e->scratch_;
   sc.admitted.reserve(o.max_batch);
   sc.batch.reserve(o.max_batch);
-  sc.states.reserve(o.max_batch);
-  sc.prompts.reserve(o.max_batch);
-  sc.lens.reserve(o.max_batch);
-  sc.tokens.reserve(o.max_batch);
+  sc.views.reserve(o.max_batch);
   e->eos_ = o.eos_token_id;
   e->counters_.kv_blocks_total = o.num_kv_blocks;
   e->counters_.kv_blocks_free = o.num_kv_blocks;
@@ -132,9 +127,13 @@ Status Engine::Create(std::shared_ptr<const model::Gpt2Model> model,
   return Status::Ok();
 }
 
-Engine::Engine(std::shared_ptr<const model::Gpt2Model> model, const tokenizer::Tokenizer* tokenizer,
+Engine::Engine(std::unique_ptr<ModelRunner> runner, const tokenizer::Tokenizer* tokenizer,
                const EngineOptions& options)
-    : model_(std::move(model)), tokenizer_(tokenizer), options_(options) {}
+    : runner_(std::move(runner)),
+      kind_(runner_->kind()),
+      shape_(runner_->shape()),
+      tokenizer_(tokenizer),
+      options_(options) {}
 
 Engine::~Engine() { Shutdown(); }
 
@@ -142,63 +141,54 @@ int Engine::BlocksNeeded(int prompt_tokens, int max_new_tokens) const {
   // K/V is stored for the prompt and for every generated token but the last
   // (which is never fed back).
   int positions = std::max(prompt_tokens, 1) + std::max(max_new_tokens, 1) - 1;
-  return model::BlocksFor(positions, options_.block_size_tokens);
+  return BlocksFor(positions, options_.block_size_tokens);
 }
 
 bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationRequest request,
-                    backend::SubmitRefusal* refusal) {
-  auto refuse = [&](int status, const char* type, std::string message) {
-    if (refusal) {
-      refusal->http_status = status;
-      refusal->type = type;
-      refusal->message = std::move(message);
-      refusal->retry_after_ms = options_.retry_after_ms;
-    }
+                    ApiError* refusal) {
+  auto refuse = [&](ApiError e) {
+    if (refusal) *refusal = std::move(e);
     std::lock_guard<std::mutex> lock(mu_);
     refused_++;
     return false;
   };
-  if (!stream) return refuse(500, "internal", "engine: Submit without a stream");
-  const model::Gpt2Config& c = model_->config();
+  if (!stream) return refuse(ApiError::Make(ErrorCode::kInternal, "engine: Submit without a stream"));
   const int prompt = static_cast<int>(request.prompt_tokens.size());
   for (size_t i = 0; i < request.prompt_tokens.size(); i++) {
     int32_t t = request.prompt_tokens[i];
-    if (t < 0 || t >= c.vocab_size) {
-      return refuse(400, "invalid_request",
-                    "prompt token " + std::to_string(i) + " is " + std::to_string(t) +
-                        ", outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+    if (t < 0 || t >= shape_.vocab_size) {
+      return refuse(ApiError::Make(ErrorCode::kInvalidRequest,
+                                   "prompt token " + std::to_string(i) + " is " + std::to_string(t) +
+                                       ", outside the vocabulary [0, " + std::to_string(shape_.vocab_size) + ")"));
     }
   }
   const int positions = std::max(prompt, 1) + std::max(request.max_new_tokens, 1) - 1;
-  if (positions > c.n_ctx) {
-    return refuse(400, "invalid_request",
-                  "prompt (" + std::to_string(prompt) + " tokens) + max_new_tokens (" +
-                      std::to_string(request.max_new_tokens) + ") exceed the context length " +
-                      std::to_string(c.n_ctx));
+  if (positions > shape_.n_ctx) {
+    return refuse(ApiError::Make(ErrorCode::kPromptTooLong,
+                                 "prompt (" + std::to_string(prompt) + " tokens) + max_new_tokens (" +
+                                     std::to_string(request.max_new_tokens) + ") exceed the context length " +
+                                     std::to_string(shape_.n_ctx)));
   }
   const int need = BlocksNeeded(prompt, request.max_new_tokens);
   if (need > options_.num_kv_blocks) {
-    return refuse(400, "invalid_request",
-                  "the request needs " + std::to_string(need) + " KV blocks, the cache has " +
-                      std::to_string(options_.num_kv_blocks) + " (--kv-blocks)");
+    return refuse(ApiError::Make(ErrorCode::kInvalidRequest,
+                                 "the request needs " + std::to_string(need) + " KV blocks, the cache has " +
+                                     std::to_string(options_.num_kv_blocks) + " (--kv-blocks)"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
     if (refusal) {
-      refusal->http_status = 503;
-      refusal->type = "shutting_down";
-      refusal->message = "the server is shutting down";
+      *refusal = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
       refusal->retry_after_ms = options_.retry_after_ms;
     }
     return false;
   }
   if (pending_waiting_ >= options_.max_waiting) {
     if (refusal) {
-      refusal->http_status = 503;
-      refusal->type = "overloaded";
-      refusal->message = std::to_string(pending_waiting_) +
-                         " requests are already waiting for a slot (--max-waiting " +
-                         std::to_string(options_.max_waiting) + ")";
+      *refusal = ApiError::Make(ErrorCode::kOverloaded,
+                                std::to_string(pending_waiting_) +
+                                    " requests are already waiting for a slot (--max-waiting " +
+                                    std::to_string(options_.max_waiting) + ")");
       refusal->retry_after_ms = options_.retry_after_ms;
     }
     refused_++;
@@ -247,12 +237,9 @@ EngineStats Engine::stats() const {
   return s;
 }
 
-void Engine::WriteStats(json::Writer* w) const {
+void Engine::Stats(std::vector<backend::StatField>* out) const {
   EngineStats s = stats();
-  auto field = [w](const char* k, int64_t v) {
-    w->Key(k);
-    w->Int(v);
-  };
+  auto field = [out](const char* k, int64_t v) { out->push_back({k, v}); };
   field("running", s.running);
   field("waiting", s.waiting);
   field("kv_blocks_total", s.kv_blocks_total);
@@ -283,12 +270,10 @@ void Engine::Apply(Command& c) {
       // Cleared in Retire (which waits out a call in progress), so the
       // listener never outlives this engine's sequences.
       s->stream->SetDeliveryListener([this] { OnReadersProgress(); });
+      naive_live_++;
     }
     waiting_.push_back(std::move(c.seq));
-    if (s->request.max_new_tokens <= 0) {
-      Retire(*s, stream::EventType::kDone,
-             backend::DoneEventData("length", static_cast<int>(s->request.prompt_tokens.size()), 0));
-    }
+    if (s->request.max_new_tokens <= 0) Retire(*s, DoneOf(*s, stream::FinishReason::kLength));
     return;
   }
   auto it = by_id_.find(c.id);
@@ -296,9 +281,7 @@ void Engine::Apply(Command& c) {
   Sequence& s = *it->second;
   switch (c.kind) {
     case Command::Kind::kCancel:
-      Retire(s, stream::EventType::kDone,
-             backend::DoneEventData("cancelled", static_cast<int>(s.request.prompt_tokens.size()),
-                                    s.produced));
+      Retire(s, DoneOf(s, stream::FinishReason::kCancelled));
       break;
     case Command::Kind::kPause:
       s.paused = true;
@@ -311,12 +294,19 @@ void Engine::Apply(Command& c) {
   }
 }
 
-void Engine::Retire(Sequence& s, stream::EventType type, std::string data) {
+stream::Event Engine::DoneOf(const Sequence& s, stream::FinishReason reason) {
+  return stream::Event::Done(reason, static_cast<int>(s.request.prompt_tokens.size()), s.produced);
+}
+
+void Engine::Retire(Sequence& s, stream::Event terminal) {
   if (s.done) return;  // the stream is finished once; see ReleaseBlocks for the blocks
   s.done = true;
   if (s.admitted) ReleaseBlocks(s);
-  if (s.stream->waits_for_readers()) s.stream->SetDeliveryListener(nullptr);
-  s.stream->Finish(type, std::move(data));
+  if (s.stream->waits_for_readers()) {
+    s.stream->SetDeliveryListener(nullptr);
+    naive_live_--;
+  }
+  s.stream->Finish(std::move(terminal));
   by_id_.erase(s.id);
   counters_.finished++;
   if (!s.admitted) {
@@ -333,7 +323,7 @@ void Engine::ReleaseBlocks(Sequence& s) {
     return;
   }
   s.released = true;
-  Status st = alloc_->Free(s.kv.block_table);
+  Status st = alloc_->Free(s.block_table);
   if (!st.ok()) {
     counters_.double_releases++;
     if (m_.double_releases) m_.double_releases->Inc();
@@ -341,8 +331,8 @@ void Engine::ReleaseBlocks(Sequence& s) {
                  st.message().c_str());
   }
   counters_.releases++;
-  s.kv.block_table.clear();
-  s.kv.length = 0;
+  s.block_table.clear();
+  s.cached = 0;
 }
 
 void Engine::ExpireWaiting(stream::Clock::time_point now) {
@@ -351,11 +341,9 @@ void Engine::ExpireWaiting(stream::Clock::time_point now) {
     auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - p->request.arrival);
     if (waited.count() < p->request.queue_timeout_ms) continue;
     counters_.queue_timeouts++;
-    Retire(*p, stream::EventType::kError,
-           backend::ErrorEventData("queue_timeout",
-                                   "no batch slot or KV blocks within queue_timeout_ms (" +
-                                       std::to_string(p->request.queue_timeout_ms) + " ms)",
-                                   true));
+    Retire(*p, stream::Event::Error(ApiError::Make(
+                   ErrorCode::kQueueTimeout, "no batch slot or KV blocks within queue_timeout_ms (" +
+                                                 std::to_string(p->request.queue_timeout_ms) + " ms)")));
   }
 }
 
@@ -371,7 +359,7 @@ void Engine::Admit() {
     if (!p || p->done || p->paused) continue;
     if (live >= options_.max_batch) break;
     Sequence& s = *p;
-    if (!alloc_->Alloc(s.blocks_needed, &s.kv.block_table)) break;  // strict arrival order
+    if (!alloc_->Alloc(s.blocks_needed, &s.block_table)) break;  // strict arrival order
     s.admitted = true;
     live++;
     {
@@ -398,94 +386,83 @@ void Engine::Admit() {
 
 int Engine::PromptLen(const Sequence& s) { return static_cast<int>(s.model_prompt.size()); }
 
+SeqView Engine::ViewOf(const Sequence& s, const int32_t* tokens, int n) {
+  SeqView v;
+  v.block_table = s.block_table.data();
+  v.num_blocks = static_cast<int>(s.block_table.size());
+  v.cached = s.cached;
+  v.tokens = tokens;
+  v.n = n;
+  v.sampling = s.sampling;
+  v.sampling.counter = static_cast<uint64_t>(s.produced);
+  return v;
+}
+
 void Engine::Prefill(Sequence* const* group, int n) {
   auto t0 = stream::Clock::now();
-  Status st;
-  if (n == 1) {
-    st = forward_->Prefill(&group[0]->kv, group[0]->model_prompt.data(), PromptLen(*group[0]), logits_.data());
-    if (!st.ok()) {
-      Retire(*group[0], stream::EventType::kError,
-             backend::ErrorEventData("internal", "prefill: " + st.message(), false));
-      return;
-    }
-  } else {
-    StepScratch& sc = scratch_;
-    sc.states.clear();
-    sc.prompts.clear();
-    sc.lens.clear();
-    for (int i = 0; i < n; i++) {
-      sc.states.push_back(&group[i]->kv);
-      sc.prompts.push_back(group[i]->model_prompt.data());
-      sc.lens.push_back(PromptLen(*group[i]));
-    }
-    st = forward_->PrefillBatch(sc.states.data(), sc.prompts.data(), sc.lens.data(), n, logits_.data());
-    if (!st.ok()) {
+  std::vector<SeqView>& views = scratch_.views;
+  views.clear();
+  for (int i = 0; i < n; i++) views.push_back(ViewOf(*group[i], group[i]->model_prompt.data(), PromptLen(*group[i])));
+  Status st = runner_->Prefill(views.data(), n, tokens_.data());
+  if (!st.ok()) {
+    if (n > 1) {
       // Nothing changed: prefill them one by one, so that only a bad prompt fails.
       for (int i = 0; i < n; i++) Prefill(group + i, 1);
       return;
     }
+    Retire(*group[0], stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "prefill: " + st.message())));
+    return;
   }
+  for (int i = 0; i < n; i++) group[i]->cached += PromptLen(*group[i]);
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
   // First tokens: out as soon as this pass ends, before the next pass.
-  SampleRows(group, n);
   for (int i = 0; i < n; i++) EmitToken(*group[i], tokens_[i]);
 }
 
 void Engine::Decode() {
   std::vector<Sequence*>& batch = scratch_.batch;
-  std::vector<model::SeqState*>& states = scratch_.states;
-  std::vector<int32_t>& tokens = scratch_.tokens;
+  std::vector<SeqView>& views = scratch_.views;
   batch.clear();
-  states.clear();
-  tokens.clear();
+  views.clear();
   for (auto& p : running_) {
     if (p->done || p->paused) continue;
     batch.push_back(p.get());
-    states.push_back(&p->kv);
-    tokens.push_back(p->last_token);
+    views.push_back(ViewOf(*p, &p->last_token, 1));
   }
   if (batch.empty()) return;
   const int B = static_cast<int>(batch.size());
   if (m_.batch_size) m_.batch_size->Observe(B);
   counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, B);
-  Status st = forward_->DecodeBatch(states.data(), tokens.data(), B, logits_.data());
+  Status st = runner_->Decode(views.data(), B, tokens_.data());
   if (!st.ok()) {
     for (Sequence* s : batch) {
-      Retire(*s, stream::EventType::kError, backend::ErrorEventData("internal", "decode: " + st.message(), false));
+      Retire(*s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "decode: " + st.message())));
     }
     return;
   }
-  SampleRows(batch.data(), B);
-  for (int b = 0; b < B; b++) EmitToken(*batch[b], tokens_[b]);
-}
-
-void Engine::SampleRows(Sequence* const* seqs, int n) {
-  const size_t V = static_cast<size_t>(model_->config().vocab_size);
-  auto draw = [&](int i, int worker) {
-    tokens_[i] = samplers_[worker]->Sample(logits_.data() + i * V, seqs[i]->params, &seqs[i]->rng);
-  };
-  if (n > 1) pool_->ParallelFor(n, draw);
-  else if (n == 1) draw(0, 0);
+  for (int b = 0; b < B; b++) {
+    batch[b]->cached += 1;
+    EmitToken(*batch[b], tokens_[b]);
+  }
 }
 
 bool Engine::EmitToken(Sequence& s, int32_t tok) {
   const int index = s.produced++;
-  const int prompt = static_cast<int>(s.request.prompt_tokens.size());
   s.last_token = tok;
   counters_.tokens_generated++;
   if (tok == eos_) {
     // The eos token is reported with only the held-back text.
     std::string tail = s.text.Push(s.utf8.Flush()).text;
     tail += s.text.Flush();
-    s.stream->Append(stream::EventType::kToken, backend::TokenEventData(index, tok, tail));
-    Retire(s, stream::EventType::kDone, backend::DoneEventData("eos", prompt, s.produced));
+    s.stream->Append(stream::Event::Token(index, tok, std::move(tail)));
+    Retire(s, DoneOf(s, stream::FinishReason::kEos));
     return true;
   }
   backend::TextAssembler::Step step = s.text.Push(s.utf8.Push(tokenizer_->TokenBytes(tok)));
   if (step.stopped) {
-    s.stream->Append(stream::EventType::kToken, backend::TokenEventData(index, tok, step.text));
-    Retire(s, stream::EventType::kDone, backend::DoneEventData("stop", prompt, s.produced));
+    s.stream->Append(stream::Event::Token(index, tok, std::move(step.text)));
+    Retire(s, DoneOf(s, stream::FinishReason::kStop));
     return true;
   }
   if (s.produced >= s.request.max_new_tokens) {
@@ -493,11 +470,11 @@ bool Engine::EmitToken(Sequence& s, int32_t tok) {
     // stop-string prefix) in its text.
     std::string tail = step.text + s.text.Push(s.utf8.Flush()).text;
     tail += s.text.Flush();
-    s.stream->Append(stream::EventType::kToken, backend::TokenEventData(index, tok, tail));
-    Retire(s, stream::EventType::kDone, backend::DoneEventData("length", prompt, s.produced));
+    s.stream->Append(stream::Event::Token(index, tok, std::move(tail)));
+    Retire(s, DoneOf(s, stream::FinishReason::kLength));
     return true;
   }
-  s.stream->Append(stream::EventType::kToken, backend::TokenEventData(index, tok, step.text));
+  s.stream->Append(stream::Event::Token(index, tok, std::move(step.text)));
   return false;
 }
 
@@ -523,6 +500,7 @@ void Engine::Publish() {
 }
 
 bool Engine::ReadersGateClosed() const {
+  if (naive_live_ == 0) return false;  // the lab gate: no naive stream is live
   for (auto& p : running_) {
     if (!p->done && p->stream->waits_for_readers() && !p->stream->ReadersCaughtUp()) return true;
   }
@@ -594,18 +572,10 @@ void Engine::Run() {
     if (stop) {
       // Shutdown: every accepted request is finished exactly once.
       for (auto& p : waiting_) {
-        if (p && !p->done) {
-          Retire(*p, stream::EventType::kDone,
-                 backend::DoneEventData("cancelled", static_cast<int>(p->request.prompt_tokens.size()),
-                                        p->produced));
-        }
+        if (p && !p->done) Retire(*p, DoneOf(*p, stream::FinishReason::kCancelled));
       }
       for (auto& p : running_) {
-        if (!p->done) {
-          Retire(*p, stream::EventType::kDone,
-                 backend::DoneEventData("cancelled", static_cast<int>(p->request.prompt_tokens.size()),
-                                        p->produced));
-        }
+        if (!p->done) Retire(*p, DoneOf(*p, stream::FinishReason::kCancelled));
       }
       Compact();
       Publish();

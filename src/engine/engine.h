@@ -1,5 +1,8 @@
-// Engine: the step-driven GPT-2 engine with continuous batching on the paged
-// KV cache — the `cpu` backend (DESIGN.md §2, issue 5).
+// Engine: the step-driven engine with continuous batching on the paged KV
+// cache — the scheduling half of the `cpu` and `cuda` backends (DESIGN.md
+// §2). The compute half is a ModelRunner (engine/runner.h): the engine hands
+// it each step's sequences (their block tables and tokens) and gets one
+// token id per sequence back; it never sees logits, weights or KV memory.
 //
 // The rest of the program talks to the engine through a thread-safe inbox:
 // Submit, Cancel and SetPaused only record a wish; the engine thread carries
@@ -15,17 +18,19 @@
 //      skipped (not admitted, not blocking the others), the first one that
 //      does not fit stops admission (no overtaking). The admitted prompts are
 //      then prefilled in arrival order, several in one pass while their
-//      tokens fit prefill_batch_tokens (Gpt2Forward::PrefillBatch: one read
-//      of the weights for all of them; a longer prompt runs alone, chunked),
-//      and each pass's first tokens are appended to their streams as soon as
-//      that pass ends, before the next pass and before the decode;
-//   3. runs ONE batched decode (Gpt2Forward::DecodeBatch) over every running,
+//      tokens fit prefill_batch_tokens (ModelRunner::Prefill of several
+//      sequences: one read of the weights for all of them; a longer prompt
+//      runs alone, and the runner chunks it), and each pass's first tokens
+//      are appended to their streams as soon as that pass ends, before the
+//      next pass and before the decode;
+//   3. runs ONE batched decode (ModelRunner::Decode) over every running,
 //      unpaused sequence;
 //   4. appends token events and finishes sequences (done with finish_reason
 //      length / eos / stop / cancelled, or an error event).
 //
 // Lab policy `naive` (stream::Policy::kNaive, only with --lab): a stream
-// marked Stream::waits_for_readers() gates the whole step loop. A step runs
+// marked Stream::waits_for_readers() gates the whole step loop (behind one
+// gate: the count of such streams, zero in production). A step runs
 // its admissions and its decode only when every running gated sequence's
 // readers have taken every event of its stream (Stream::ReadersCaughtUp);
 // otherwise the engine thread sleeps until the hub publishes progress (the
@@ -54,22 +59,23 @@
 // gauges; kv_double_releases_total. TTFT, inter-token latency and tokens
 // generated are measured by the stream layer as tokens are appended.
 //
-// Determinism: each request has its own Rng (seeded from `seed`, or from the
-// engine's seed counter when has_seed is false), and the forward pass is
-// bitwise independent of batch composition, so a request's tokens do not
-// depend on what else runs with it.
+// Determinism: each request draws from a counter-based stream keyed by its
+// seed (`seed`, or the engine's seed counter when has_seed is false) and the
+// token's index, and a runner's logits are bitwise independent of batch
+// composition, so a request's tokens do not depend on what else runs with it.
 //
 // Threads: every public method is thread-safe and never blocks on a client
 // or on compute (Submit/Cancel/SetPaused take the inbox mutex briefly).
 // Shutdown joins the engine thread. The engine thread owns the sequences,
-// the allocator, the forward pass and the thread pool.
-// Memory: the KV pool (num_blocks blocks) and the forward pass's scratch and
-// packed weights are allocated once in Create(); logits for max_batch rows;
-// per live request one Sequence (its prompt, text state, block table). The
-// waiting list is bounded by max_waiting (Submit refuses beyond it with 503
-// overloaded and retry_after_ms).
-// Never: allocates KV memory after Create, lets a waiting request whose
-// stream was cancelled reach the model, or finishes a stream twice.
+// the allocator and the runner.
+// Memory: the runner's (allocated once by its factory); here, per live
+// request one Sequence (its prompt, text state, block table), and a step's
+// scratch lists reserved in Create(). The waiting list is bounded by
+// max_waiting (Submit refuses beyond it with 503 overloaded and
+// retry_after_ms).
+// Never: includes a model or kernel header, allocates KV memory, lets a
+// waiting request whose stream was cancelled reach the model, or finishes a
+// stream twice.
 #pragma once
 
 #include <atomic>
@@ -86,11 +92,8 @@
 #include "backend/backend.h"
 #include "common/metrics.h"
 #include "common/status.h"
-#include "cpu/thread_pool.h"
-#include "model/forward.h"
-#include "model/gpt2.h"
-#include "model/kv_cache.h"
-#include "model/sampling.h"
+#include "engine/block_allocator.h"
+#include "engine/runner.h"
 
 namespace tw::tokenizer {
 class Tokenizer;
@@ -100,12 +103,15 @@ namespace tw::engine {
 
 struct EngineOptions {
   std::string model_name = "gpt2";
+  // What the runner is built with (RunnerLimitsFor); the engine takes the
+  // values the runner reports.
   int max_batch = 32;               // sequences in one decode step (and running at once)
   int num_kv_blocks = 0;            // KV pool size in blocks; 0 = max_batch full contexts
   int block_size_tokens = 16;       // tokens per KV block
-  int max_waiting = 64;             // requests queued for a slot; Submit refuses beyond
-  int threads = 1;                  // compute threads (the engine thread included)
+  int threads = 1;                  // compute threads of a CPU runner (the engine thread included)
   int max_prefill_chunk_tokens = 256;
+  // Scheduling.
+  int max_waiting = 64;             // requests queued for a slot; Submit refuses beyond
   int prefill_batch_tokens = 64;    // prompts admitted together are prefilled in passes of up to this many tokens
   int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
   int eos_token_id = -1;            // -1 = the model config's eos_token_id
@@ -135,27 +141,30 @@ struct EngineStats {
   uint64_t reader_waits = 0;    // times the loop slept on a naive stream's readers
 };
 
+// The limits a runner for these options is built with: num_kv_blocks 0
+// becomes max_batch full contexts of n_ctx positions.
+RunnerLimits RunnerLimitsFor(const EngineOptions& options, int n_ctx);
+
 class Engine : public backend::Backend {
  public:
-  // Builds the KV pool, the thread pool and the forward pass for `model`,
-  // and starts the engine thread. `tokenizer` (token bytes for the text
-  // fields) must outlive the engine; the model is shared.
-  static Status Create(std::shared_ptr<const model::Gpt2Model> model,
-                       const tokenizer::Tokenizer* tokenizer, const EngineOptions& options,
-                       std::unique_ptr<Engine>* out);
+  // Takes the runner (built by a factory with RunnerLimitsFor(options)) and
+  // starts the engine thread. `tokenizer` (token bytes for the text fields)
+  // must outlive the engine.
+  static Status Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Tokenizer* tokenizer,
+                       const EngineOptions& options, std::unique_ptr<Engine>* out);
   ~Engine() override;
 
-  const char* kind() const override { return "cpu"; }
+  const char* kind() const override { return kind_; }
   std::string model_name() const override { return options_.model_name; }
-  int context_length() const override { return model_->config().n_ctx; }
+  int context_length() const override { return shape_.n_ctx; }
   bool Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationRequest request,
-              backend::SubmitRefusal* refusal) override;
+              ApiError* refusal) override;
   void Cancel(const std::string& stream_id) override;
   void SetPaused(const std::string& stream_id, bool paused) override;
   void Shutdown() override;
   // running, waiting, kv_blocks_total, kv_blocks_free, releases,
   // double_releases, and a few more counters.
-  void WriteStats(json::Writer* w) const override;
+  void Stats(std::vector<backend::StatField>* out) const override;
 
   EngineStats stats() const;
   const EngineOptions& options() const { return options_; }
@@ -181,7 +190,7 @@ class Engine : public backend::Backend {
     Counter* double_releases = nullptr;
   };
 
-  Engine(std::shared_ptr<const model::Gpt2Model> model, const tokenizer::Tokenizer* tokenizer,
+  Engine(std::unique_ptr<ModelRunner> runner, const tokenizer::Tokenizer* tokenizer,
          const EngineOptions& options);
   void Run();
   // One step (see above).
@@ -189,21 +198,22 @@ class Engine : public backend::Backend {
   void Apply(Command& c);
   void ExpireWaiting(stream::Clock::time_point now);
   void Admit();
-  // Prefills `n` admitted sequences in one pass (n == 1: Gpt2Forward::Prefill,
-  // which chunks long prompts) and appends their first tokens.
+  // Prefills `n` admitted sequences in one pass (n == 1: the runner chunks
+  // a long prompt) and appends their first tokens.
   void Prefill(Sequence* const* group, int n);
   static int PromptLen(const Sequence& s);
   void Decode();
-  // Draws each of the n sequences' next token from its row of logits_
-  // (row i for seqs[i]) into tokens_, the rows spread over the pool (each
-  // sequence's Rng is touched by its own row only; one Sampler per worker).
-  void SampleRows(Sequence* const* seqs, int n);
+  // The runner's view of a sequence appending `tokens[0..n)`.
+  static SeqView ViewOf(const Sequence& s, const int32_t* tokens, int n);
   // Appends the token event for `tok` and finishes the sequence if this
   // token ends it (returns true then).
   bool EmitToken(Sequence& s, int32_t tok);
-  // The one place a sequence ends: finishes its stream (once), releases its
-  // blocks (if it had any) and marks it for removal from the lists.
-  void Retire(Sequence& s, stream::EventType type, std::string data);
+  // The one place a sequence ends: finishes its stream (once) with
+  // `terminal`, releases its blocks (if it had any) and marks it for
+  // removal from the lists.
+  void Retire(Sequence& s, stream::Event terminal);
+  // A done event with `reason` for s (its prompt and completion counts).
+  static stream::Event DoneOf(const Sequence& s, stream::FinishReason reason);
   void ReleaseBlocks(Sequence& s);
   void Compact();
   void Publish();
@@ -213,9 +223,11 @@ class Engine : public backend::Backend {
   // A naive stream's hub published reader progress (I/O thread).
   void OnReadersProgress();
 
-  const std::shared_ptr<const model::Gpt2Model> model_;
+  const std::unique_ptr<ModelRunner> runner_;  // used by the engine thread only
+  const char* const kind_;                      // runner_->kind()
+  const ModelShape shape_;
   const tokenizer::Tokenizer* const tokenizer_;
-  const EngineOptions options_;
+  const EngineOptions options_;                 // with the runner's limits
   Instruments m_;
 
   mutable std::mutex mu_;
@@ -231,23 +243,16 @@ class Engine : public backend::Backend {
   EngineStats published_;        // the engine thread's counters_ as of its last step
 
   // Owned by the engine thread:
-  std::unique_ptr<cpu::ThreadPool> pool_;
-  std::unique_ptr<model::KvPool> kv_;
-  std::unique_ptr<model::BlockAllocator> alloc_;
-  std::unique_ptr<model::Gpt2Forward> forward_;
-  std::vector<std::unique_ptr<model::Sampler>> samplers_;  // one per pool worker
-  std::vector<float> logits_;     // (max_batch, V)
-  std::vector<int32_t> tokens_;   // (max_batch) the tokens SampleRows drew
+  std::unique_ptr<BlockAllocator> alloc_;
+  std::vector<int32_t> tokens_;   // (max_batch) the tokens the runner drew
   // A step's lists (capacity max_batch, reserved by Create, cleared before
   // each use): the step loop allocates nothing for them.
   struct StepScratch {
     std::vector<Sequence*> admitted;     // Admit: this step's admissions, in order
     std::vector<Sequence*> batch;        // Decode: the rows of the batch
-    std::vector<model::SeqState*> states;
-    std::vector<const int32_t*> prompts;  // Prefill: each row's prompt
-    std::vector<int> lens;
-    std::vector<int32_t> tokens;         // Decode: each row's input token
+    std::vector<SeqView> views;          // the runner's view of each row
   } scratch_;
+  int naive_live_ = 0;  // live sequences of `naive` lab streams (the gate)
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::unordered_map<std::string, Sequence*> by_id_;

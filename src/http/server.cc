@@ -6,6 +6,7 @@
 #include <string>
 
 #include "http/router.h"
+#include "json/error_json.h"
 
 namespace tw::http {
 
@@ -397,6 +398,16 @@ void Responder::SendError(int status, std::string_view type, std::string_view me
   if (!c || !c->IsCurrent(seq_)) return;
   c->SendComplete(status, "application/json", ErrorEnvelope(type, message, retryable, extra_fields),
                   extra_headers);
+}
+
+void Responder::SendError(const ApiError& e, const Headers& extra_headers) {
+  auto c = conn_.lock();
+  if (!c || !c->IsCurrent(seq_)) return;
+  Headers h = extra_headers;
+  if (e.retry_after_ms > 0) {
+    h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (e.retry_after_ms + 999) / 1000)));
+  }
+  c->SendComplete(e.http_status, "application/json", json::ErrorEnvelope(e), h);
 }
 
 std::shared_ptr<StreamWriter> Responder::StartStream(int status, std::string content_type,

@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/api_error.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "http/request_reader.h"
@@ -145,6 +146,9 @@ class Responder {
   // DESIGN.md §4 envelope {"error":{"type","message","retryable",…extra}}.
   void SendError(int status, std::string_view type, std::string_view message, bool retryable,
                  const JsonFields& extra_fields = {}, const Headers& extra_headers = {});
+  // The same for an ApiError: its status, its fields, and Retry-After
+  // (seconds, rounded up) when it has retry_after_ms.
+  void SendError(const ApiError& e, const Headers& extra_headers = {});
   // Response head with Transfer-Encoding: chunked; the body follows through
   // the returned writer.
   std::shared_ptr<StreamWriter> StartStream(int status, std::string content_type,

@@ -1,6 +1,7 @@
-// Paged KV cache: one pool of fixed-size blocks allocated once at start-up,
-// a free-list allocator over the block ids, and the per-sequence state (a
-// block table and a length) that the forward pass reads and appends to.
+// Paged KV cache, the CPU runner's side: one pool of fixed-size blocks
+// allocated once at start-up, and the per-sequence state (a block table and
+// a length) that the forward pass reads and appends to. The free list of
+// block ids is the engine's (engine/block_allocator.h).
 //
 // Layout of one block (floats), chosen for attention locality:
 //   (n_layer, 2, n_head, block_size, head_dim)      2 = {K, V}
@@ -14,9 +15,7 @@
 // committed) once in Create(); the
 // block count is the admission bound for the engine.
 // Threading: KvPool's memory is written only by the forward pass (one thread
-// drives it); BlockAllocator is not thread-safe (the engine thread owns it).
-// Never: allocates after Create() (BlockAllocator::Alloc appends to the
-// caller's vector, which may grow it).
+// drives it). Never: allocates after Create().
 #pragma once
 
 #include <cstddef>
@@ -26,6 +25,7 @@
 
 #include "common/status.h"
 #include "cpu/aligned.h"
+#include "engine/runner.h"
 #include "model/gpt2.h"
 
 namespace tw::model {
@@ -66,26 +66,6 @@ class KvPool {
   cpu::AlignedFloats data_;  // (num_blocks, FloatsPerBlock()), 64-byte aligned
 };
 
-// Free list of block ids [0, num_blocks). Alloc is all-or-nothing.
-class BlockAllocator {
- public:
-  explicit BlockAllocator(int num_blocks);
-
-  // Appends n free ids to *ids and returns true, or returns false and takes
-  // nothing when fewer than n are free.
-  bool Alloc(int n, std::vector<int32_t>* ids);
-  // Returns the ids to the free list; an id out of range or already free is
-  // an error (and nothing from `ids` is freed).
-  Status Free(const std::vector<int32_t>& ids);
-
-  int num_free() const { return static_cast<int>(free_.size()); }
-  int num_blocks() const { return static_cast<int>(is_free_.size()); }
-
- private:
-  std::vector<int32_t> free_;  // stack; lowest ids are handed out first
-  std::vector<bool> is_free_;  // (num_blocks)
-};
-
 // One sequence's view of the cache: tokens [0, length) are stored, in the
 // blocks listed in block_table (which may hold spare blocks beyond length).
 struct SeqState {
@@ -93,7 +73,7 @@ struct SeqState {
   int length = 0;
 };
 
-// Blocks needed to hold `tokens` tokens.
-inline int BlocksFor(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
+// Blocks needed to hold `tokens` tokens (the engine's definition).
+using engine::BlocksFor;
 
 }  // namespace tw::model

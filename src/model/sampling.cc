@@ -102,6 +102,11 @@ Sampler::Sampler(int vocab_size)
 
 int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* rng) {
   if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
+  return Sample(logits, params, rng->Uniform());
+}
+
+int32_t Sampler::Sample(const float* logits, const SamplingParams& params, float uniform) {
+  if (!(params.temperature > 0.0f)) return Argmax(logits, vocab_size_);
   const int V = vocab_size_;
   const float mx = cpu::MaxValue(logits, V);
   const float inv_t = 1.0f / params.temperature;
@@ -132,7 +137,7 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* 
     const double target = static_cast<double>(params.top_p) * KeptMass(logits, t, last_tie);
     if (TopPFromCandidates(logits, inv_t, mx, target, &t, &last_tie)) {
       Cut(logits, t, last_tie);
-      return Draw(rng);
+      return Draw(uniform);
     }
     // Above the current cut every id is kept, so the mass at or above x is a
     // plain sum there; if even the ids above t fall short, the cut stays at t.
@@ -154,7 +159,7 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, Rng* 
     }
   }
   if (t != -INFINITY || last_tie < V) Cut(logits, t, last_tie);
-  return Draw(rng);
+  return Draw(uniform);
 }
 
 bool Sampler::TopKFromCandidates(const float* logits, int k, float* t, int32_t* last_tie) {
@@ -248,14 +253,14 @@ void Sampler::Cut(const float* logits, float t, int32_t last_tie) {
   cpu::KeepAtLeast(logits, V, t, prob_.data(), block_sums_.data());
 }
 
-int32_t Sampler::Draw(Rng* rng) const {
+int32_t Sampler::Draw(float uniform) const {
   const int V = vocab_size_;
   double total = 0;
   for (float b : block_sums_) total += b;
   // Inverse-CDF draw in id order: find the block holding u, then the id. The
   // block's own sum may differ from its ids' running sum in the last bits;
   // if u falls in that sliver, the block's last id with weight is taken.
-  const double u = static_cast<double>(rng->Uniform()) * total;
+  const double u = static_cast<double>(uniform) * total;
   double acc = 0;
   int32_t last = 0;
   for (int k = 0; k < static_cast<int>(block_sums_.size()); ++k) {

@@ -50,6 +50,10 @@ class Sampler {
   // Draws one token from logits (vocab_size) per `params`, using `rng`
   // (untouched for greedy).
   int32_t Sample(const float* logits, const SamplingParams& params, Rng* rng);
+  // The same with the draw's uniform in [0, 1) given (ignored for greedy):
+  // the engine passes CounterUniform(seed, n) for a request's n-th token
+  // (common/counter_rng.h), which the CUDA sampler draws the same way.
+  int32_t Sample(const float* logits, const SamplingParams& params, float uniform);
 
  private:
   // Helpers over prob_ (the ids' weights); "at or above the cut (t,
@@ -74,8 +78,9 @@ class Sampler {
   double KeptMass(const float* logits, float t, int32_t last_tie) const;
   // Zeroes the weight of every id below the cut (and fixes block_sums_).
   void Cut(const float* logits, float t, int32_t last_tie);
-  // Inverse-CDF draw over prob_ in id order, through block_sums_.
-  int32_t Draw(Rng* rng) const;
+  // Inverse-CDF draw over prob_ in id order, through block_sums_, at
+  // uniform * total weight.
+  int32_t Draw(float uniform) const;
 
   int vocab_size_;
   std::vector<float> prob_;        // (vocab_size) weights, 0 for ids not kept

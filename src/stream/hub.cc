@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "backend/events.h"
 #include "net/event_loop.h"
 
 namespace tw::stream {
@@ -33,9 +32,15 @@ bool ParsePolicy(std::string_view s, Policy* out, bool allow_lab) {
 
 bool IsLabPolicy(Policy p) { return p == Policy::kNaive || p == Policy::kUnbounded; }
 
-StreamHub::StreamHub(net::EventLoop* loop, backend::Backend* backend, const HubOptions& options)
+ApiError SubscriberEnd(ErrorCode code, std::string message, uint64_t resume_from) {
+  ApiError e = ApiError::Make(code, std::move(message));
+  e.resume_from = static_cast<int64_t>(resume_from);
+  return e;
+}
+
+StreamHub::StreamHub(net::EventLoop* loop, ProducerControl* producer, const HubOptions& options)
     : loop_(loop),
-      backend_(backend),
+      producer_(producer),
       options_(options),
       notifier_(
           [loop, alive = std::weak_ptr<bool>(alive_)](std::function<void()> fn) {
@@ -43,10 +48,17 @@ StreamHub::StreamHub(net::EventLoop* loop, backend::Backend* backend, const HubO
               if (alive.lock()) fn();
             });
           },
-          [this](std::vector<std::shared_ptr<Stream>>& dirty) { Drain(dirty); }) {}
+          [this](std::vector<std::shared_ptr<Stream>>& dirty) { Drain(dirty); }) {
+  batch_.reserve(std::max<size_t>(options_.write_batch_events, 1));
+  if (options_.stream_interval > 1) {
+    held_timer_ = loop_->AddRepeatingTimer(std::max<int64_t>(options_.stream_interval_bound_ms / 2, 1),
+                                           [this] { DeliverHeld(); });
+  }
+}
 
 StreamHub::~StreamHub() {
   alive_.reset();
+  StopTimer(&held_timer_);
   for (auto& [id, e] : entries_) {
     StopTimer(&e.linger_timer);
     StopTimer(&e.stall_timer);
@@ -79,17 +91,25 @@ std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
   if (entries_.size() >= options_.max_streams) return nullptr;
   std::string id = NewId();
   StreamLimits limits = options_.stream_limits;
-  if (policy == Policy::kUnbounded) {
-    limits.keep_untaken_events = true;
-    limits.max_untaken_events = options_.lab_unbounded_max_events;
-    limits.max_bytes_held = options_.lab_unbounded_max_bytes;
+  if (IsLabPolicy(policy)) {
+    // The lab policies' options ride on the stream's one lab gate (with the
+    // server's --lab-pad-bytes, if any, from stream_limits.lab).
+    auto lab = std::make_shared<LabStreamOptions>(limits.lab ? *limits.lab : LabStreamOptions{});
+    if (policy == Policy::kUnbounded) {
+      lab->keep_untaken_events = true;
+      lab->max_untaken_events = options_.lab_unbounded_max_events;
+      lab->max_bytes_held = options_.lab_unbounded_max_bytes;
+    } else {
+      lab->waits_for_readers = true;
+    }
+    limits.lab = std::move(lab);
   }
   auto s = std::make_shared<Stream>(id, limits, &notifier_);
   s->Hold();  // until its creator attaches or it is declared detached
-  if (policy == Policy::kNaive) s->set_waits_for_readers();
   Entry& e = entries_[id];
   e.stream = s;
   e.policy = policy;
+  e.lab = IsLabPolicy(policy);
   counters_.streams_created++;
   return s;
 }
@@ -115,6 +135,7 @@ void StreamHub::Abandon(const std::shared_ptr<Stream>& s) {
   StopTimer(&it->second.stall_timer);
   StopTimer(&it->second.retain_timer);
   entries_.erase(it);
+  erasures_++;
 }
 
 StreamHub::Entry* StreamHub::EntryFor(const Stream& s) {
@@ -219,7 +240,7 @@ void StreamHub::CancelGeneration(Entry& e) {
   if (e.cancel_sent || e.stream->finished()) return;
   e.cancel_sent = true;
   e.cancel_at = Clock::now();
-  backend_->Cancel(e.stream->id());
+  producer_->Cancel(e.stream->id());
 }
 
 void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit) {
@@ -241,13 +262,17 @@ void StreamHub::Drain(std::vector<std::shared_ptr<Stream>>& dirty) {
 }
 
 void StreamHub::Service(Entry& e) {
-  // Keep the stream alive across callbacks that might erase the entry.
+  // Keep the stream alive across callbacks; a transport's callback could
+  // erase entries (erasures_ tells), so `e` is re-checked after each.
   std::shared_ptr<Stream> keep = e.stream;
-  std::string id = keep->id();
+  bool capped = false;
   for (size_t i = 0; i < e.subs.size();) {
-    if (DeliverTo(e, i)) i++;
-    if (entries_.find(id) == entries_.end()) return;
+    const uint64_t erasures = erasures_;
+    bool still = DeliverTo(e, i, &capped);
+    if (erasures != erasures_ && EntryFor(*keep) != &e) return;
+    if (still) i++;
   }
+  if (capped) ContinueLater(e);
   if (keep->finished()) {
     HandleExit(e);
   } else {
@@ -256,63 +281,96 @@ void StreamHub::Service(Entry& e) {
   }
 }
 
-bool StreamHub::DeliverTo(Entry& e, size_t index) {
-  std::vector<EventPtr> batch;
-  for (;;) {
+void StreamHub::ContinueLater(Entry& e) {
+  if (e.continue_posted) return;
+  e.continue_posted = true;
+  std::weak_ptr<Stream> weak = e.stream;
+  loop_->AddTimer(0, [this, weak] {
+    std::shared_ptr<Stream> s = weak.lock();
+    Entry* en = s ? EntryFor(*s) : nullptr;
+    if (en == nullptr || en->stream != s) return;
+    en->continue_posted = false;
+    Service(*en);
+  });
+}
+
+void StreamHub::DeliverHeld() {
+  const Clock::time_point now = Clock::now();
+  const auto half = std::chrono::milliseconds(std::max<int64_t>(options_.stream_interval_bound_ms / 2, 1));
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& e = it->second;
+    ++it;  // Service may erase e (retention 0), never another entry
+    if (!e.subs.empty() && e.stream->TakeHeld(now, half)) Service(e);
+  }
+}
+
+bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
+  std::vector<EventPtr>& batch = batch_;
+  const size_t max_events = std::max<size_t>(options_.write_batch_events, 1);
+  {
     Sub& sub = e.subs[index];
     bool finished = false;
-    if (!e.stream->ReadFrom(sub.cursor, 64, &batch, &finished)) {
+    if (!e.stream->ReadFrom(sub.cursor, max_events, &batch, &finished)) {
       // The cursor fell out of the resume window (only possible if the lag
       // bound is not below the window): end with resume_from so the client
       // learns exactly where it stands; a resume there gets 409.
-      SubscriberEnd end{"slow_client", "subscriber fell behind the resume window", false,
-                        sub.cursor - 1};
+      ApiError end = SubscriberEnd(ErrorCode::kSlowClient, "subscriber fell behind the resume window",
+                                   sub.cursor - 1);
+      end.retryable = false;
       Subscription* t = sub.transport;
       counters_.slow_client_detaches++;
       RemoveSub(e, index);
       t->End(end);
       return false;
     }
-    if (batch.empty()) {
-      if (finished) {
-        // Finished and nothing left after the cursor: this subscriber resumed
-        // after the terminal event; there is nothing more to send.
-        Subscription* t = sub.transport;
-        RemoveSub(e, index);
-        t->Complete();
-        return false;
-      }
-      break;
-    }
-    for (const EventPtr& ev : batch) {
-      Sub& s = e.subs[index];
-      DeliverResult r = s.transport->Deliver(*ev);
-      if (r == DeliverResult::kNoRoom) goto lag_check;
-      if (r == DeliverResult::kGone) {
-        RemoveSub(e, index);
-        return false;
-      }
-      s.cursor = ev->seq + 1;
-      if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
-        counters_.tokens_delivered++;
-        e.max_token_seq_taken = ev->seq;
-      }
-      if (ev->terminal()) {
-        Subscription* t = s.transport;
-        RemoveSub(e, index);
-        t->Complete();
-        return false;
-      }
+    if (batch.empty() && finished) {
+      // Finished and nothing left after the cursor: this subscriber resumed
+      // after the terminal event; there is nothing more to send.
+      Subscription* t = sub.transport;
+      RemoveSub(e, index);
+      t->Complete();
+      return false;
     }
   }
-lag_check:
+  bool no_room = false;
+  for (const EventPtr& ev : batch) {
+    Sub& s = e.subs[index];
+    DeliverResult r = s.transport->Deliver(*ev);
+    if (r == DeliverResult::kNoRoom) {
+      no_room = true;
+      break;
+    }
+    if (r == DeliverResult::kGone) {
+      RemoveSub(e, index);
+      batch.clear();
+      return false;
+    }
+    s.cursor = ev->seq + 1;
+    if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
+      counters_.tokens_delivered++;
+      e.max_token_seq_taken = ev->seq;
+    }
+    if (ev->terminal()) {
+      Subscription* t = s.transport;
+      RemoveSub(e, index);
+      batch.clear();
+      t->Complete();
+      return false;
+    }
+  }
   Sub& sub = e.subs[index];
+  sub.full = no_room;
+  // A full batch taken whole: there may be more; the rest waits for the next
+  // iteration (fairness), unless this was all there is.
+  if (!no_room && batch.size() == max_events && sub.cursor <= e.stream->head_seq()) *capped = true;
+  batch.clear();
+  if (!no_room) return true;
   uint64_t lag = LagOf(sub, e.stream->head_seq());
   if (e.policy == Policy::kDropSlow && lag > options_.subscriber_lag_events) {
-    SubscriberEnd end{"slow_client",
-                      "the client read more slowly than the stream was produced; resume from "
-                      "resume_from",
-                      true, sub.cursor - 1};
+    ApiError end = SubscriberEnd(ErrorCode::kSlowClient,
+                                 "the client read more slowly than the stream was produced; resume from "
+                                 "resume_from",
+                                 sub.cursor - 1);
     Subscription* t = sub.transport;
     counters_.slow_client_detaches++;
     RemoveSub(e, index);
@@ -323,7 +381,7 @@ lag_check:
 }
 
 void StreamHub::PublishDelivered(Entry& e) {
-  if (e.policy != Policy::kNaive && e.policy != Policy::kUnbounded) return;
+  if (!e.lab) return;
   uint64_t through = e.stream->head_seq();
   for (const Sub& s : e.subs) through = std::min(through, s.cursor - 1);
   e.stream->SetDeliveredThrough(through);
@@ -336,13 +394,15 @@ void StreamHub::ApplyPolicy(Entry& e) {
   if (e.stream->finished() || e.cancel_sent) return;
   uint64_t head = e.stream->head_seq();
   uint64_t max_lag = 0;
-  for (const Sub& s : e.subs) max_lag = std::max<uint64_t>(max_lag, LagOf(s, head));
+  for (const Sub& s : e.subs) {
+    if (s.full) max_lag = std::max<uint64_t>(max_lag, LagOf(s, head));
+  }
   bool over = e.subs.empty() || max_lag > options_.subscriber_lag_events;
   bool under = !e.subs.empty() && max_lag <= options_.subscriber_lag_events / 2;
   if (!e.paused && over) {
     e.paused = true;
     counters_.pauses++;
-    backend_->SetPaused(e.stream->id(), true);
+    producer_->SetPaused(e.stream->id(), true);
     if (e.policy == Policy::kPauseThenCancel && !e.subs.empty()) {
       std::string id = e.stream->id();
       e.stall_timer = loop_->AddTimer(options_.stall_timeout_ms, [this, id] {
@@ -359,7 +419,7 @@ void StreamHub::ApplyPolicy(Entry& e) {
     e.paused = false;
     counters_.unpauses++;
     StopTimer(&e.stall_timer);
-    backend_->SetPaused(e.stream->id(), false);
+    producer_->SetPaused(e.stream->id(), false);
   }
 }
 
@@ -372,33 +432,26 @@ void StreamHub::HandleExit(Entry& e) {
   }
   StopTimer(&e.linger_timer);
   StopTimer(&e.stall_timer);
-  // Token events nobody ever took: generated for nobody.
+  // Token events nobody ever took: generated for nobody. The outcome is the
+  // terminal event's finish reason (an error event counts as "error").
   {
-    std::vector<EventPtr> all;
+    std::vector<EventPtr>& all = batch_;
     if (e.stream->ReadFrom(e.stream->oldest_seq(), SIZE_MAX, &all)) {
       for (const auto& ev : all) {
         if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
           counters_.tokens_never_delivered++;
         }
-        if (ev->type == EventType::kDone) {
-          // finish_reason is the first string value in the done payload.
-          size_t p = ev->data.find("\"finish_reason\":\"");
-          if (p != std::string::npos) {
-            p += 17;
-            size_t q = ev->data.find('"', p);
-            counters_.outcomes[ev->data.substr(p, q - p)]++;
-          }
-        } else if (ev->type == EventType::kError) {
-          counters_.outcomes["error"]++;
-        }
+        if (ev->terminal()) counters_.outcomes[static_cast<int>(ev->finish_reason)]++;
       }
     }
+    all.clear();
   }
   auto waiters = std::move(e.exit_waiters);
   e.exit_waiters.clear();
   std::string id = e.stream->id();
   if (options_.retain_ms <= 0 && e.subs.empty()) {
     entries_.erase(id);
+    erasures_++;
   } else {
     e.retain_progress = CursorSum(e);
     e.retain_timer = loop_->AddTimer(std::max<int64_t>(options_.retain_ms, 0),
@@ -431,9 +484,8 @@ void StreamHub::RetainExpired(const std::string& id) {
   for (Sub& s : en.subs) sub_index_.erase(s.transport);
   std::vector<Sub> subs = std::move(en.subs);
   entries_.erase(it);
-  for (Sub& s : subs) {
-    s.transport->End(SubscriberEnd{"expired", "the stream expired", false, s.cursor - 1});
-  }
+  erasures_++;
+  for (Sub& s : subs) s.transport->End(SubscriberEnd(ErrorCode::kExpired, "the stream expired", s.cursor - 1));
 }
 
 void StreamHub::BeginShutdown() {
@@ -454,8 +506,7 @@ void StreamHub::BeginShutdown() {
     PublishDelivered(e);
     CancelGeneration(e);
     for (Sub& s : subs) {
-      s.transport->End(SubscriberEnd{"shutting_down", "the server is shutting down", true,
-                                     s.cursor - 1});
+      s.transport->End(SubscriberEnd(ErrorCode::kShuttingDown, "the server is shutting down", s.cursor - 1));
     }
   }
 }

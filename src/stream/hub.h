@@ -34,8 +34,18 @@
 //                      reader's lag, up to lab_unbounded_max_events /
 //                      lab_unbounded_max_bytes per stream (a safety cap so a
 //                      bench cannot exhaust the machine, not a policy).
+// The lab policies' state is behind one gate (an entry's `lab` flag, from
+// Stream::is_lab()): the production path never publishes delivery positions.
 // Cancellation (DELETE, linger expiry, stall, shutdown) goes through one
-// idempotent path: Backend::Cancel, then the producer finishes the stream.
+// idempotent path: ProducerControl::Cancel, then the producer finishes the
+// stream.
+//
+// Fairness: a subscriber is handed at most `write_batch_events` events per
+// service; a longer backlog (a resume far behind) continues in the next loop
+// iteration, so one fast reader cannot starve the others. With
+// stream_interval > 1 a repeating timer (every stream_interval_bound_ms / 2)
+// delivers token events a producer has held for half the bound or more
+// (Stream::TakeHeld): no token waits longer than the bound.
 //
 // Threads: I/O thread only (the loop that runs Drain). Memory: one entry per
 // live or retained stream, bounded by max_streams.
@@ -50,7 +60,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/backend.h"
+#include "common/api_error.h"
+#include "stream/producer.h"
 #include "stream/stream.h"
 
 namespace tw::net {
@@ -84,18 +95,18 @@ struct HubOptions {
   size_t lab_unbounded_max_events = size_t{1} << 20;
   size_t lab_unbounded_max_bytes = size_t{256} << 20;
   Histogram* cancel_latency_seconds = nullptr;  // cancel wish -> producer exit
+  size_t write_batch_events = 64;  // events per subscriber per service (--write-batch-events)
+  int stream_interval = 1;         // --stream-interval (also in stream_limits)
+  int64_t stream_interval_bound_ms = 10;  // --stream-interval-bound-ms: most a token is held
 };
 
 // What a transport reports when offered an event.
 enum class DeliverResult { kTaken, kNoRoom, kGone };
 
-// A subscriber-level ending (DESIGN.md §5: an error without an id).
-struct SubscriberEnd {
-  std::string type;     // "slow_client", "shutting_down", ...
-  std::string message;
-  bool retryable = true;
-  uint64_t resume_from = 0;  // last event the subscriber took
-};
+// A subscriber-level ending (DESIGN.md §5: an error without an id): an
+// ApiError (slow_client, shutting_down, expired) whose resume_from names the
+// last event the subscriber took.
+ApiError SubscriberEnd(ErrorCode code, std::string message, uint64_t resume_from);
 
 // Implemented by transports (SSE response, WebSocket stream slot).
 class Subscription {
@@ -105,8 +116,9 @@ class Subscription {
   virtual DeliverResult Deliver(const Event& event) = 0;
   // The terminal event was delivered: end the response normally.
   virtual void Complete() = 0;
-  // Ended by the server without a terminal event (no id on the wire).
-  virtual void End(const SubscriberEnd& end) = 0;
+  // Ended by the server without a terminal event (no id on the wire);
+  // end.resume_from is the last event taken.
+  virtual void End(const ApiError& end) = 0;
 };
 
 struct HubCounters {
@@ -122,12 +134,12 @@ struct HubCounters {
   uint64_t resumes_not_found = 0;
   uint64_t tokens_delivered = 0;      // token events taken by a socket (first time per stream)
   uint64_t tokens_never_delivered = 0;  // token events of finished streams no one took
-  std::unordered_map<std::string, uint64_t> outcomes;  // finish_reason -> count
+  uint64_t outcomes[kFinishReasons] = {};  // streams by finish reason (error events: kError)
 };
 
 class StreamHub {
  public:
-  StreamHub(net::EventLoop* loop, backend::Backend* backend, const HubOptions& options);
+  StreamHub(net::EventLoop* loop, ProducerControl* producer, const HubOptions& options);
   ~StreamHub();
 
   // The notifier producers signal through (wired to EventLoop::Post).
@@ -183,8 +195,11 @@ class StreamHub {
     Subscription* transport;
     uint64_t cursor;       // next seq to offer
     uint64_t attach_head;  // head when it attached: backlog before it is not lag
+    bool full = false;     // its transport had no room at the last delivery
   };
   // Live events (appended after it attached) the subscriber has not taken.
+  // The policies act on it only while the transport has no room (s.full): a
+  // subscriber handed less than there is (write_batch_events) is not slow.
   static uint64_t LagOf(const Sub& s, uint64_t head) {
     uint64_t from = std::max(s.cursor, s.attach_head + 1);
     return head + 1 > from ? head + 1 - from : 0;
@@ -202,13 +217,20 @@ class StreamHub {
     uint64_t retain_timer = 0;
     Clock::time_point cancel_at{};
     uint64_t retain_progress = 0;  // sum of cursors when the retain timer was armed
+    bool lab = false;               // a lab policy's stream (Stream::is_lab)
+    bool continue_posted = false;   // a capped delivery continues next iteration
     std::vector<std::function<void()>> exit_waiters;
   };
 
   void Drain(std::vector<std::shared_ptr<Stream>>& dirty);
   void Service(Entry& e);
-  // Offers events to one subscriber; returns false if it was removed.
-  bool DeliverTo(Entry& e, size_t sub_index);
+  // Offers events to one subscriber; returns false if it was removed. Sets
+  // *capped when it stopped at write_batch_events with more to deliver.
+  bool DeliverTo(Entry& e, size_t sub_index, bool* capped);
+  // A capped delivery: service the entry again in the next loop iteration.
+  void ContinueLater(Entry& e);
+  // stream_interval: delivers the streams whose held tokens are due.
+  void DeliverHeld();
   void ApplyPolicy(Entry& e);
   // naive, unbounded: publishes how far every subscriber has read (the
   // engine's gate; what the ring may evict).
@@ -225,7 +247,7 @@ class StreamHub {
   std::string NewId();
 
   net::EventLoop* const loop_;
-  backend::Backend* const backend_;
+  ProducerControl* const producer_;
   const HubOptions options_;
   // Declared before notifier_, whose post function holds a weak reference to
   // it: posted drains that outlive the hub do nothing.
@@ -236,6 +258,9 @@ class StreamHub {
   HubCounters counters_;
   std::string instance_tag_;
   bool shutting_down_ = false;
+  uint64_t erasures_ = 0;         // entries erased so far (Service's liveness check)
+  uint64_t held_timer_ = 0;       // stream_interval > 1: DeliverHeld's repeating timer
+  std::vector<EventPtr> batch_;   // DeliverTo's scratch
 };
 
 }  // namespace tw::stream

@@ -14,48 +14,127 @@ const char* EventTypeName(EventType t) {
   return "unknown";
 }
 
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kEos: return "eos";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+Event Event::Start(int prompt_tokens) {
+  Event e;
+  e.type = EventType::kStart;
+  e.prompt_tokens = prompt_tokens;
+  return e;
+}
+
+Event Event::Token(int index, int32_t token, std::string text) {
+  Event e;
+  e.type = EventType::kToken;
+  e.index = index;
+  e.token = token;
+  e.text = std::move(text);
+  return e;
+}
+
+Event Event::Done(FinishReason reason, int prompt_tokens, int completion_tokens) {
+  Event e;
+  e.type = EventType::kDone;
+  e.finish_reason = reason;
+  e.prompt_tokens = prompt_tokens;
+  e.completion_tokens = completion_tokens;
+  return e;
+}
+
+Event Event::Error(ApiError error) {
+  Event e;
+  e.type = EventType::kError;
+  e.finish_reason = FinishReason::kError;
+  e.error = std::make_shared<const ApiError>(std::move(error));
+  return e;
+}
+
+namespace {
+
+StreamLimits Checked(StreamLimits l) {
+  l.resume_window_events = std::max<size_t>(l.resume_window_events, 1);
+  l.stream_interval = std::max(l.stream_interval, 1);
+  return l;
+}
+
+int64_t Nanos(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
 Stream::Stream(std::string id, const StreamLimits& limits, Notifier* notifier,
                Clock::time_point arrival)
-    : id_(std::move(id)), limits_(limits), notifier_(notifier), created_(arrival) {
-  if (limits_.resume_window_events == 0) const_cast<StreamLimits&>(limits_).resume_window_events = 1;
+    : id_(std::move(id)),
+      limits_(Checked(limits)),
+      lab_(limits_.lab.get()),
+      notifier_(notifier),
+      created_(arrival) {}
+
+size_t Stream::EventBytes(const Event& e) {
+  return sizeof(Event) + e.text.size() + e.lab_pad_bytes + (e.error ? e.error->message.size() : 0);
 }
 
 void Stream::MarkDirtyLocked() {
   if (notifier_ != nullptr && !dirty.exchange(true)) notifier_->MarkDirty(shared_from_this());
 }
 
-uint64_t Stream::Append(EventType type, std::string data) {
+uint64_t Stream::Append(Event event) {
   std::lock_guard<std::mutex> lock(mu_);
-  return AppendLocked(type, std::move(data));
+  return AppendLocked(std::move(event));
 }
 
-uint64_t Stream::AppendLocked(EventType type, std::string data) {
+uint64_t Stream::AppendLocked(Event event) {
   if (finished_) return 0;
-  if (type == EventType::kToken) {
+  bool announce = true;
+  if (event.type == EventType::kToken) {
     const StreamMetrics& m = limits_.metrics;
     Clock::time_point now = Clock::now();
-    Histogram* h = last_token_at_ == Clock::time_point{} ? m.ttft_seconds : m.inter_token_seconds;
-    Clock::time_point since = last_token_at_ == Clock::time_point{} ? created_ : last_token_at_;
-    if (h) h->Observe(std::chrono::duration<double>(now - since).count());
+    const bool first = last_token_at_ == Clock::time_point{};
+    Histogram* h = first ? m.ttft_seconds : m.inter_token_seconds;
+    if (h) h->Observe(std::chrono::duration<double>(now - (first ? created_ : last_token_at_)).count());
     if (m.tokens_generated) m.tokens_generated->Inc();
     last_token_at_ = now;
+    if (lab_ != nullptr) event.lab_pad_bytes = lab_->pad_bytes;
+    // --stream-interval: after the first token (TTFT is never delayed),
+    // announce every N-th; the hub's timer bounds how long one is held.
+    if (limits_.stream_interval > 1 && !first) {
+      if (held_since_ns_.load(std::memory_order_acquire) == 0) {
+        tokens_held_ = 0;  // nothing held (or TakeHeld took it): a new group
+        held_since_ns_.store(Nanos(now), std::memory_order_release);
+      }
+      announce = ++tokens_held_ >= limits_.stream_interval;
+    }
   }
-  if (type == EventType::kToken && limits_.lab_pad_bytes > 0 && !data.empty() && data.back() == '}') {
-    data.pop_back();
-    data += ",\"pad\":\"";
-    data.append(limits_.lab_pad_bytes, '.');
-    data += "\"}";
+  if (announce) {
+    tokens_held_ = 0;
+    held_since_ns_.store(0, std::memory_order_release);
   }
-  auto ev = std::make_shared<Event>();
+  auto ev = std::make_shared<Event>(std::move(event));
   ev->seq = ++head_seq_;
-  ev->type = type;
-  ev->data = std::move(data);
-  bytes_held_ += ev->data.size();
+  bytes_held_ += EventBytes(*ev);
   ring_.push_back(std::move(ev));
   TrimLocked();
   peak_bytes_held_ = std::max(peak_bytes_held_, bytes_held_);
-  MarkDirtyLocked();
+  if (announce) MarkDirtyLocked();
   return head_seq_;
+}
+
+bool Stream::TakeHeld(Clock::time_point now, Clock::duration min_age) {
+  int64_t since = held_since_ns_.load(std::memory_order_acquire);
+  if (since == 0 || Nanos(now) - since < std::chrono::duration_cast<std::chrono::nanoseconds>(min_age).count()) {
+    return false;
+  }
+  return held_since_ns_.compare_exchange_strong(since, 0, std::memory_order_acq_rel);
 }
 
 void Stream::Hold() {
@@ -72,24 +151,31 @@ void Stream::ReleaseHold() {
 
 void Stream::TrimLocked() {
   if (held_) return;
-  const bool keep = limits_.keep_untaken_events;
+  if (lab_ == nullptr) {
+    while (ring_.size() > limits_.resume_window_events) {
+      bytes_held_ -= EventBytes(*ring_.front());
+      ring_.pop_front();
+    }
+    return;
+  }
+  const bool keep = lab_->keep_untaken_events;
   const uint64_t taken = delivered_through_.load();
   while (ring_.size() > 1) {
-    bool over_cap = (limits_.max_bytes_held > 0 && bytes_held_ > limits_.max_bytes_held) ||
-                    (keep && ring_.size() > limits_.max_untaken_events);
+    bool over_cap = (lab_->max_bytes_held > 0 && bytes_held_ > lab_->max_bytes_held) ||
+                    (keep && ring_.size() > lab_->max_untaken_events);
     // Beyond the window, an event goes unless `unbounded` keeps it for a
     // subscriber that has not taken it.
     bool over_window = ring_.size() > limits_.resume_window_events && (!keep || ring_.front()->seq <= taken);
     if (!over_cap && !over_window) break;
-    bytes_held_ -= ring_.front()->data.size();
+    bytes_held_ -= EventBytes(*ring_.front());
     ring_.pop_front();
   }
 }
 
-void Stream::Finish(EventType type, std::string data) {
+void Stream::Finish(Event event) {
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
-  AppendLocked(type, std::move(data));
+  AppendLocked(std::move(event));
   finished_ = true;
   finished_at_ = Clock::now();
   MarkDirtyLocked();
@@ -162,10 +248,15 @@ Clock::time_point Stream::finished_at() const {
   std::lock_guard<std::mutex> lock(mu_);
   return finished_at_;
 }
+EventPtr Stream::terminal_event() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!finished_ || ring_.empty()) return nullptr;
+  return ring_.back();
+}
 
 void Stream::SetDeliveredThrough(uint64_t seq) {
   delivered_through_.store(seq);
-  if (limits_.keep_untaken_events) {
+  if (lab_ != nullptr && lab_->keep_untaken_events) {
     std::lock_guard<std::mutex> lock(mu_);
     TrimLocked();
   }
@@ -189,16 +280,17 @@ void Notifier::MarkDirty(std::shared_ptr<Stream> s) {
 }
 
 void Notifier::RunDrain() {
-  std::vector<std::shared_ptr<Stream>> batch;
+  draining_.clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    batch.swap(pending_);
+    draining_.swap(pending_);  // both keep their capacity across drains
     scheduled_ = false;
   }
   // Clear each flag before draining, so an append that races with this drain
   // queues the stream again rather than being missed.
-  for (auto& s : batch) s->dirty.store(false);
-  drain_(batch);
+  for (auto& s : draining_) s->dirty.store(false);
+  drain_(draining_);
+  draining_.clear();
 }
 
 }  // namespace tw::stream

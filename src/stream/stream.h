@@ -1,31 +1,41 @@
 // Stream: one generation's events, sequence-numbered, in a fixed-capacity ring.
 //
 // This is the resume window of DESIGN.md §5/§7. The producer (a backend's
-// thread) appends events; every event gets the next sequence number, starting
-// at 1, with no gaps. The ring keeps the newest `resume_window_events` events;
-// older ones are evicted. Subscribers (SSE or WebSocket deliveries, owned by
-// the I/O thread) each keep their own cursor: the next sequence number they
-// will hand to their socket. Delivery is always "read the ring from my
-// cursor", so an event is delivered live or found in the backlog, never both
-// and never neither; a cursor that falls out of the window is detected (a
-// resume there is refused with 409, never served with a hole).
+// thread) appends typed events (stream/event.h); every event gets the next
+// sequence number, starting at 1, with no gaps. The ring keeps the newest
+// `resume_window_events` events; older ones are evicted. Subscribers (SSE or
+// WebSocket deliveries, owned by the I/O thread) each keep their own cursor:
+// the next sequence number they will hand to their socket. Delivery is always
+// "read the ring from my cursor", so an event is delivered live or found in
+// the backlog, never both and never neither; a cursor that falls out of the
+// window is detected (a resume there is refused with 409, never served with a
+// hole).
 //
-// Threads: Append*/Finish may be called from any one producer thread; all other
-// methods are for the I/O thread, except the read-only getters which may be
-// called from anywhere. State below is protected by mu_.
+// Wake-ups: an append marks the stream dirty once (the Notifier coalesces
+// the dirty streams of a burst into one wake-up of the I/O thread). With
+// stream_interval N > 1 (--stream-interval), a stream's token events after
+// its first are marked in groups of up to N: the others are held (not
+// announced) until the group is full, a non-token event comes, or the hub's
+// interval timer finds the oldest held one older than half its bound
+// (TakeHeld). Resume ids stay per event; only the wake-ups are grouped.
 //
-// Memory: at most `resume_window_events` events (each a small JSON string)
-// plus bookkeeping — except under the lab policy `unbounded`
-// (keep_untaken_events), whose ring also keeps every event a subscriber has
-// not taken, up to max_untaken_events / max_bytes_held (the newest event is
-// always kept). bytes_held() reports the payload bytes currently held,
-// peak_bytes_held() the most ever held.
+// Threads: Append/Finish may be called from any one producer thread; all
+// other methods are for the I/O thread, except the read-only getters which
+// may be called from anywhere. State below is protected by mu_.
 //
-// Delivery position (lab policies; DECISIONS.md "Lab policies"): the I/O
-// thread may publish the highest sequence number every subscriber has taken
-// (SetDeliveredThrough). Under `unbounded` it decides what the ring may
-// evict; under `naive` (waits_for_readers()) the producer reads it as a gate
-// (ReadersCaughtUp) and may register a listener that is called after each
+// Memory: at most `resume_window_events` events plus bookkeeping (bytes_held()
+// counts each event's fixed part and its text; the I/O thread may add, per
+// event, its encoding in each of stream::kWireFormats formats) — except under
+// the lab policy `unbounded`, whose ring also keeps every event a subscriber
+// has not taken, up to its caps (the newest event is always kept).
+// peak_bytes_held() reports the most ever held.
+//
+// Lab policies (DECISIONS.md "Lab policies") sit behind one gate: the
+// `lab` options pointer, null for every production stream, which is the only
+// lab state Append reads. Under `unbounded` the I/O thread publishes how far
+// every subscriber has read (SetDeliveredThrough) and the ring evicts by it;
+// under `naive` (waits_for_readers()) the producer reads it as a gate
+// (ReadersCaughtUp) and may register a listener called after each
 // publication, so it can sleep instead of polling.
 #pragma once
 
@@ -41,19 +51,9 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "stream/event.h"
 
 namespace tw::stream {
-
-enum class EventType : uint8_t { kStart, kToken, kDone, kError };
-const char* EventTypeName(EventType t);  // "start", "token", "done", "error"
-
-struct Event {
-  uint64_t seq = 0;
-  EventType type = EventType::kToken;
-  std::string data;  // one JSON object, no newlines
-  bool terminal() const { return type == EventType::kDone || type == EventType::kError; }
-};
-using EventPtr = std::shared_ptr<const Event>;
 
 class Notifier;
 
@@ -66,20 +66,31 @@ struct StreamMetrics {
   Counter* tokens_generated = nullptr;
 };
 
-struct StreamLimits {
-  size_t resume_window_events = 4096;
-  // Lab policy `unbounded`: events that some subscriber has not taken yet
-  // (see SetDeliveredThrough) are kept beyond the window, so memory grows
-  // with the slowest reader's lag, up to the two safety caps below.
+// The lab policies' stream options (only with --lab; never on a production
+// stream).
+struct LabStreamOptions {
+  // `unbounded`: events some subscriber has not taken yet (see
+  // SetDeliveredThrough) are kept beyond the window, so memory grows with
+  // the slowest reader's lag, up to the two safety caps.
   bool keep_untaken_events = false;
   size_t max_untaken_events = 0;  // with keep_untaken_events: most events held
-  size_t max_bytes_held = 0;      // payload bytes held at most (0 = no byte cap)
-  // Lab (--lab-pad-bytes, for the engine bench): every token event's JSON
-  // gets a "pad" field of this many bytes, so backpressure appears with
-  // small socket buffers and short streams. 0 = off.
-  size_t lab_pad_bytes = 0;
+  size_t max_bytes_held = 0;      // event bytes held at most (0 = no byte cap)
+  // --lab-pad-bytes (the engine bench): every token event carries a "pad"
+  // field of this many bytes on the wire, so backpressure appears with small
+  // socket buffers and short streams. 0 = off.
+  uint32_t pad_bytes = 0;
+  // `naive`: the producer waits for the readers (ReadersCaughtUp).
+  bool waits_for_readers = false;
+};
+
+struct StreamLimits {
+  size_t resume_window_events = 4096;  // at least 1
   size_t max_subscribers = 8;
+  // Token events announced in groups of up to this many (1: each at once);
+  // see the file comment.
+  int stream_interval = 1;
   StreamMetrics metrics;
+  std::shared_ptr<const LabStreamOptions> lab;  // null: a production stream
 };
 
 using Clock = std::chrono::steady_clock;
@@ -97,13 +108,13 @@ class Stream : public std::enable_shared_from_this<Stream> {
   Clock::time_point created() const { return created_; }
 
   // ---- producer side (one producer thread) -------------------------------
-  // Appends a non-terminal event; returns its sequence number, or 0 if the
-  // stream is already finished (the event is dropped).
-  uint64_t Append(EventType type, std::string data);
+  // Appends a non-terminal event (start or token); returns its sequence
+  // number, or 0 if the stream is already finished (the event is dropped).
+  uint64_t Append(Event event);
   // Appends the terminal event (done or error) and marks the producer as
   // exited, atomically: whoever sees producer_exited() also finds the
   // terminal event in the ring. Idempotent: a second call does nothing.
-  void Finish(EventType type, std::string data);
+  void Finish(Event event);
 
   // ---- I/O thread --------------------------------------------------------
   enum class AttachResult { kOk, kWindowExceeded, kTooManySubscribers };
@@ -117,22 +128,30 @@ class Stream : public std::enable_shared_from_this<Stream> {
   size_t Detach(const void* subscriber);
 
   // Copies (shared pointers to) events with seq >= from, at most max_events,
-  // into *out. Returns false if event `from` was already evicted (out empty).
-  // *finished (optional) says, under the same lock, whether the terminal
-  // event has been appended: "nothing after `from` and finished" is then a
-  // consistent fact, not two separate reads with an append in between.
+  // into *out (cleared first; its capacity is reused). Returns false if event
+  // `from` was already evicted (out empty). *finished (optional) says, under
+  // the same lock, whether the terminal event has been appended: "nothing
+  // after `from` and finished" is then a consistent fact, not two separate
+  // reads with an append in between.
   bool ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out,
                 bool* finished = nullptr) const;
+
+  // stream_interval > 1: if some token event is held (not yet announced) and
+  // the oldest held one is at least `min_age` old at `now`, forgets the hold
+  // and returns true (the caller delivers).
+  bool TakeHeld(Clock::time_point now, Clock::duration min_age);
 
   uint64_t head_seq() const;     // last appended sequence number (0 = none)
   uint64_t oldest_seq() const;   // oldest still in the ring (head+1 if empty)
   bool finished() const;         // terminal event appended
   bool producer_exited() const;  // same moment as finished(), see Finish()
   size_t bytes_held() const;
-  size_t peak_bytes_held() const;  // most payload bytes held at any moment
+  size_t peak_bytes_held() const;  // most event bytes held at any moment
   size_t event_count() const;
   size_t subscriber_count() const;
   Clock::time_point finished_at() const;
+  // The terminal event, or null while the stream runs.
+  EventPtr terminal_event() const;
 
   // ---- creator hold ---------------------------------------------------------
   // A stream is submitted to its producer before its creator's subscriber
@@ -148,11 +167,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void Hold();
   void ReleaseHold();
 
-  // ---- delivery gate (lab policy `naive`) ----------------------------------
-  // Marks the stream as one whose producer waits for its readers; the hub
-  // does this at creation, before the stream is submitted.
-  void set_waits_for_readers() { waits_for_readers_.store(true); }
-  bool waits_for_readers() const { return waits_for_readers_.load(); }
+  // ---- lab policies (through limits.lab) ------------------------------------
+  bool is_lab() const { return lab_ != nullptr; }
+  // `naive`: the producer waits for its readers.
+  bool waits_for_readers() const { return lab_ != nullptr && lab_->waits_for_readers; }
   // I/O thread: every subscriber has taken the events up to `seq` (with no
   // subscriber: the head). Trims the ring (keep_untaken_events), then calls
   // the listener, if any, outside mu_.
@@ -172,12 +190,14 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
  private:
   void MarkDirtyLocked();
-  uint64_t AppendLocked(EventType type, std::string data);
+  uint64_t AppendLocked(Event event);
   // Evicts the oldest events the limits no longer allow.
   void TrimLocked();
+  static size_t EventBytes(const Event& e);
 
   const std::string id_;
-  const StreamLimits limits_;
+  const StreamLimits limits_;  // resume_window_events >= 1, stream_interval >= 1
+  const LabStreamOptions* const lab_;  // limits_.lab.get(): the one lab gate
   Notifier* const notifier_;
   const Clock::time_point created_;
 
@@ -191,9 +211,12 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool held_ = false;  // creator hold: TrimLocked evicts nothing
   Clock::time_point finished_at_{};
   Clock::time_point last_token_at_{};
+  int tokens_held_ = 0;  // stream_interval: token events not yet announced
   std::vector<const void*> subscribers_;
 
-  std::atomic<bool> waits_for_readers_{false};
+  // stream_interval: when the oldest unannounced token was appended (ns on
+  // Clock, 0 = none held); written by the producer, taken by TakeHeld.
+  std::atomic<int64_t> held_since_ns_{0};
   std::atomic<uint64_t> delivered_through_{0};
   // Held while the listener runs and while it is replaced (never with mu_).
   std::mutex listener_mu_;
@@ -218,6 +241,7 @@ class Notifier {
   std::mutex mu_;
   std::vector<std::shared_ptr<Stream>> pending_;  // protected by mu_
   bool scheduled_ = false;                        // protected by mu_
+  std::vector<std::shared_ptr<Stream>> draining_;  // RunDrain's batch (I/O thread)
 };
 
 }  // namespace tw::stream

@@ -1,6 +1,20 @@
 #include "ws/ws_session.h"
 
+#include "json/error_json.h"
+#include "sse/event_json.h"
+
 namespace tw::ws {
+
+namespace {
+
+ApiError Invalid(std::string message) { return ApiError::Make(ErrorCode::kInvalidRequest, std::move(message)); }
+
+ApiError TooMany(size_t carried) {
+  return ApiError::Make(ErrorCode::kTooManyStreams, "this connection already carries " + std::to_string(carried) +
+                                                        " streams (--ws-max-streams-per-connection)");
+}
+
+}  // namespace
 
 // One stream carried by the session: the stream::Subscription the hub
 // delivers to. Owned by the session's slot table; freed after the loop
@@ -12,34 +26,14 @@ class WsSession::Slot : public stream::Subscription {
   stream::DeliverResult Deliver(const stream::Event& ev) override {
     WsConnection* ws = session_->ws_;
     if (session_->closed_ || ws == nullptr || !ws->open()) return stream::DeliverResult::kGone;
-    scratch_.clear();
-    json::Writer w(&scratch_);
-    w.BeginObject();
-    w.Key("stream");
-    w.String(id_);
-    w.Key("seq");
-    w.Int(static_cast<int64_t>(ev.seq));
-    w.Key("type");
-    w.String(stream::EventTypeName(ev.type));
-    if (ev.type == stream::EventType::kError) {
-      w.Key("error");
-      w.Raw(ev.data);
-      w.EndObject();
-    } else {
-      // The event's own fields follow ours: splice its object's members in.
-      std::string_view d = ev.data;
-      if (d.size() > 2 && d.front() == '{' && d.back() == '}') {
-        scratch_ += ',';
-        scratch_.append(d.substr(1));  // members and the closing brace
-      } else {
-        w.EndObject();
-      }
-    }
-    if (ws->buffered_bytes() + scratch_.size() + kMaxFrameHeaderBytes + session_->options_.reserve_bytes >
+    // Written once per event for every connection carrying the stream.
+    std::string& m = ev.wire[static_cast<int>(stream::Wire::kWebSocket)];
+    if (m.empty()) sse::AppendWsEventMessage(&m, ev, sse::EventContext{id_, session_->options_.model});
+    if (ws->buffered_bytes() + m.size() + kMaxFrameHeaderBytes + session_->options_.reserve_bytes >
         ws->max_output_bytes()) {
       return stream::DeliverResult::kNoRoom;
     }
-    switch (ws->Send(Opcode::kText, scratch_)) {
+    switch (ws->Send(Opcode::kText, m)) {
       case net::WriteResult::kTaken:
       case net::WriteResult::kQueued:
         return stream::DeliverResult::kTaken;
@@ -53,9 +47,8 @@ class WsSession::Slot : public stream::Subscription {
 
   void Complete() override { session_->RemoveSlot(this); }
 
-  void End(const stream::SubscriberEnd& end) override {
-    session_->SendError(id_, "", end.type, end.message, end.retryable,
-                        {{"resume_from", std::to_string(end.resume_from)}});
+  void End(const ApiError& end) override {
+    session_->SendError(id_, "", end);
     session_->RemoveSlot(this);
   }
 
@@ -64,7 +57,6 @@ class WsSession::Slot : public stream::Subscription {
  private:
   WsSession* session_;
   std::string id_;
-  std::string scratch_;
 };
 
 WsSession::WsSession(net::EventLoop* loop, stream::StreamHub* hub, GenerationStarter starter,
@@ -89,40 +81,37 @@ void WsSession::OnMessage(Opcode opcode, std::string_view payload) {
   size_t offset = 0;
   Status st = json::Parse(payload, &msg, lim, &offset);
   if (!st.ok()) {
-    SendError("", "", "invalid_json", st.message(), false, {{"offset", std::to_string(offset)}});
+    ApiError e = ApiError::Make(ErrorCode::kInvalidJson, st.message());
+    e.offset = static_cast<int64_t>(offset);
+    SendError("", "", e);
     return;
   }
   const json::Value* op = msg.is_object() ? msg.Find("op") : nullptr;
   if (op == nullptr || !op->is_string()) {
-    SendError("", "", "invalid_request",
-              "expected a JSON object with \"op\": \"generate\", \"resume\" or \"cancel\"", false);
+    SendError("", "", Invalid("expected a JSON object with \"op\": \"generate\", \"resume\" or \"cancel\""));
     return;
   }
   const std::string& name = op->as_string();
   if (name == "generate") {
-    HandleGenerate(payload);
+    HandleGenerate(msg);
   } else if (name == "resume") {
     HandleResume(msg);
   } else if (name == "cancel") {
     HandleCancel(msg);
   } else {
-    SendError("", name, "invalid_request",
-              "unknown op '" + name + "' (expected generate, resume or cancel)", false);
+    SendError("", name, Invalid("unknown op '" + name + "' (expected generate, resume or cancel)"));
   }
 }
 
-void WsSession::HandleGenerate(std::string_view raw) {
+void WsSession::HandleGenerate(const json::Value& msg) {
   if (slots_.size() >= options_.max_streams_per_connection) {
-    SendError("", "generate", "too_many_streams",
-              "this connection already carries " + std::to_string(slots_.size()) +
-                  " streams (--ws-max-streams-per-connection)",
-              true);
+    SendError("", "generate", TooMany(slots_.size()));
     return;
   }
-  StartRefusal refusal;
-  std::shared_ptr<stream::Stream> s = starter_(raw, &refusal);
+  ApiError refusal;
+  std::shared_ptr<stream::Stream> s = starter_(msg, &refusal);
   if (!s) {
-    SendError("", "generate", refusal.type, refusal.message, refusal.retryable, refusal.extra);
+    SendError("", "generate", refusal);
     return;
   }
   uint64_t oldest = 0;
@@ -133,51 +122,49 @@ void WsSession::HandleResume(const json::Value& msg) {
   const json::Value* id = msg.Find("stream");
   const json::Value* after = msg.Find("after");
   if (id == nullptr || !id->is_string() || (after != nullptr && (!after->is_int() || after->as_int() < 0))) {
-    SendError("", "resume", "invalid_request",
-              "resume needs \"stream\": string and \"after\": a non-negative integer (an event seq)", false);
+    SendError("", "resume", Invalid("resume needs \"stream\": string and \"after\": a non-negative integer (an event seq)"));
     return;
   }
   const std::string& sid = id->as_string();
   uint64_t after_seq = after ? static_cast<uint64_t>(after->as_int()) : 0;
   if (FindSlot(sid) != nullptr) {
-    SendError(sid, "resume", "invalid_request", "this connection is already attached to the stream", false);
+    SendError(sid, "resume", Invalid("this connection is already attached to the stream"));
     return;
   }
   if (slots_.size() >= options_.max_streams_per_connection) {
-    SendError(sid, "resume", "too_many_streams",
-              "this connection already carries " + std::to_string(slots_.size()) +
-                  " streams (--ws-max-streams-per-connection)",
-              true);
+    SendError(sid, "resume", TooMany(slots_.size()));
     return;
   }
   std::shared_ptr<stream::Stream> s = hub_->Find(sid);
   if (!s) {
     hub_->CountResumeNotFound();
-    SendError(sid, "resume", "not_found", "unknown or expired stream '" + sid + "'", false);
+    SendError(sid, "resume", ApiError::Make(ErrorCode::kNotFound, "unknown or expired stream '" + sid + "'"));
     return;
   }
   uint64_t oldest = 0;
   stream::Stream::AttachResult r = AttachSlot(s, after_seq, &oldest);
   if (r == stream::Stream::AttachResult::kWindowExceeded) {
-    SendError(sid, "resume", "resume_window_exceeded",
-              "event " + std::to_string(after_seq + 1) +
-                  " has left the resume window; the oldest event still held is " + std::to_string(oldest),
-              false, {{"oldest_available", std::to_string(oldest)}});
+    ApiError e = ApiError::Make(ErrorCode::kResumeWindowExceeded,
+                                "event " + std::to_string(after_seq + 1) +
+                                    " has left the resume window; the oldest event still held is " +
+                                    std::to_string(oldest));
+    e.oldest_available = static_cast<int64_t>(oldest);
+    SendError(sid, "resume", e);
   } else if (r != stream::Stream::AttachResult::kOk) {
-    SendError(sid, "resume", "overloaded", "too many subscribers on this stream (--max-subscribers)", true);
+    SendError(sid, "resume", ApiError::Make(ErrorCode::kOverloaded, "too many subscribers on this stream (--max-subscribers)"));
   }
 }
 
 void WsSession::HandleCancel(const json::Value& msg) {
   const json::Value* id = msg.Find("stream");
   if (id == nullptr || !id->is_string()) {
-    SendError("", "cancel", "invalid_request", "cancel needs \"stream\": string", false);
+    SendError("", "cancel", Invalid("cancel needs \"stream\": string"));
     return;
   }
   std::string sid = id->as_string();
   std::shared_ptr<stream::Stream> s = hub_->Find(sid);
   if (!s) {
-    SendError(sid, "cancel", "not_found", "unknown or expired stream '" + sid + "'", false);
+    SendError(sid, "cancel", ApiError::Make(ErrorCode::kNotFound, "unknown or expired stream '" + sid + "'"));
     return;
   }
   std::weak_ptr<bool> alive = alive_;
@@ -221,37 +208,20 @@ WsSession::Slot* WsSession::FindSlot(std::string_view stream_id) {
   return nullptr;
 }
 
-void WsSession::SendError(std::string_view stream_id, std::string_view op, std::string_view type,
-                          std::string_view message, bool retryable,
-                          const std::vector<std::pair<std::string, std::string>>& extra) {
+void WsSession::SendError(std::string_view stream_id, std::string_view op, const ApiError& e) {
   if (closed_ || ws_ == nullptr) return;
-  std::string m;
-  json::Writer w(&m);
-  w.BeginObject();
-  w.Key("type");
-  w.String("error");
+  std::string m = "{\"type\":\"error\"";
   if (!stream_id.empty()) {
-    w.Key("stream");
-    w.String(stream_id);
+    m += ",\"stream\":";
+    json::AppendQuoted(&m, stream_id);
   }
   if (!op.empty()) {
-    w.Key("op");
-    w.String(op);
+    m += ",\"op\":";
+    json::AppendQuoted(&m, op);
   }
-  w.Key("error");
-  w.BeginObject();
-  w.Key("type");
-  w.String(type);
-  w.Key("message");
-  w.String(message);
-  w.Key("retryable");
-  w.Bool(retryable);
-  for (const auto& [k, v] : extra) {
-    w.Key(k);
-    w.Raw(v);
-  }
-  w.EndObject();
-  w.EndObject();
+  m += ",\"error\":";
+  json::AppendErrorObject(&m, e);
+  m += '}';
   ws_->SendUnbounded(Opcode::kText, m);
 }
 

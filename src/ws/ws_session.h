@@ -30,8 +30,12 @@
 // other streams go on. When the connection goes, every slot is detached and
 // the hub's linger applies, exactly as for an SSE client that went away.
 //
+// Event messages are written by sse/event_json (our schema) once per event:
+// the bytes are shared by every connection carrying the stream
+// (stream::Event::wire).
+//
 // Threads: the loop thread only. Memory: one slot per stream carried (its
-// id and a scratch string), bounded by max_streams_per_connection.
+// id), bounded by max_streams_per_connection.
 #pragma once
 
 #include <functional>
@@ -42,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/api_error.h"
 #include "json/json.h"
 #include "net/event_loop.h"
 #include "stream/hub.h"
@@ -49,24 +54,18 @@
 
 namespace tw::ws {
 
-// Why a generate was refused (the api layer's request parser and backend).
-struct StartRefusal {
-  std::string type;     // invalid_json, invalid_request, prompt_too_long, overloaded, shutting_down
-  std::string message;
-  bool retryable = false;
-  std::vector<std::pair<std::string, std::string>> extra;  // name → JSON value
-};
-
-// Parses the generate message (the raw text, "op" included), creates,
-// submits and returns the stream; or fills *refusal and returns nullptr.
+// Takes the parsed generate message ("op" included), creates, submits and
+// returns the stream; or fills *refusal (invalid_request, prompt_too_long,
+// overloaded, shutting_down) and returns nullptr.
 using GenerationStarter =
-    std::function<std::shared_ptr<stream::Stream>(std::string_view message, StartRefusal* refusal)>;
+    std::function<std::shared_ptr<stream::Stream>(const json::Value& message, ApiError* refusal)>;
 
 struct SessionOptions {
   size_t max_streams_per_connection = 16;
   size_t reserve_bytes = 1024;      // output kept free for the final error messages
   size_t max_json_bytes = 1 << 20;  // a client message (the frame layer bounds it too)
   int max_json_depth = 64;
+  std::string model;                // the served model (the start event names it)
 };
 
 class WsSession : public WsEndpoint {
@@ -86,7 +85,7 @@ class WsSession : public WsEndpoint {
   class Slot;
   friend class Slot;
 
-  void HandleGenerate(std::string_view raw);
+  void HandleGenerate(const json::Value& msg);
   void HandleResume(const json::Value& msg);
   void HandleCancel(const json::Value& msg);
   // Attaches a new slot for `s`; returns the hub's answer.
@@ -94,10 +93,9 @@ class WsSession : public WsEndpoint {
                                           uint64_t* oldest);
   void RemoveSlot(Slot* slot);
   Slot* FindSlot(std::string_view stream_id);
-  // {"type":"error",…}. Unbounded: a client is told why, even when slow.
-  void SendError(std::string_view stream_id, std::string_view op, std::string_view type,
-                 std::string_view message, bool retryable,
-                 const std::vector<std::pair<std::string, std::string>>& extra = {});
+  // {"type":"error","stream"?,"op"?,"error":{…}}. Unbounded: a client is
+  // told why, even when slow.
+  void SendError(std::string_view stream_id, std::string_view op, const ApiError& e);
 
   net::EventLoop* loop_;
   stream::StreamHub* hub_;

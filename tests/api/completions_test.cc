@@ -19,7 +19,6 @@ namespace tw {
 namespace {
 
 using api::CompletionRequest;
-using api::OpenAiError;
 using testing::AppServer;
 using testing::ParseJson;
 using testing::WaitUntil;
@@ -44,7 +43,7 @@ api::RequestBounds Bounds() {
   return b;
 }
 
-bool Parse(const std::string& body, CompletionRequest* out, OpenAiError* err) {
+bool Parse(const std::string& body, CompletionRequest* out, ApiError* err) {
   return api::ParseCompletionRequest(body, Tok(), Bounds(), "gpt2", out, err);
 }
 
@@ -65,7 +64,7 @@ int64_t NowUnix() {
 
 TEST(CompletionsParse, EveryFieldIsRead) {
   CompletionRequest r;
-  OpenAiError e;
+  ApiError e;
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":"Hello world","max_tokens":7,"temperature":0.5,
                         "top_p":0.9,"seed":42,"stop":["\n","x"],"stream":true,
                         "stream_options":{"include_usage":true},"n":1,"best_of":1,"echo":false,
@@ -87,7 +86,7 @@ TEST(CompletionsParse, EveryFieldIsRead) {
 
 TEST(CompletionsParse, DefaultsAreOpenAis) {
   CompletionRequest r;
-  OpenAiError e;
+  ApiError e;
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":"x"})", &r, &e)) << e.message;
   EXPECT_EQ(r.max_tokens, 16);
   EXPECT_DOUBLE_EQ(r.temperature, 1.0);
@@ -116,7 +115,7 @@ TEST(CompletionsParse, DefaultsAreOpenAis) {
 
 TEST(CompletionsParse, PromptForms) {
   CompletionRequest r;
-  OpenAiError e;
+  ApiError e;
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":["Hello world"]})", &r, &e)) << e.message;
   EXPECT_EQ(r.prompt_tokens, Ids({15496, 995}));
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":[15496,995,0,50256]})", &r, &e)) << e.message;
@@ -132,29 +131,24 @@ TEST(CompletionsParse, PromptForms) {
 
 TEST(CompletionsParse, TranslatesToOurGenerationRequest) {
   CompletionRequest r;
-  OpenAiError e;
+  ApiError e;
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":"Hello world","max_tokens":9,"temperature":0.25,
                         "top_p":0.5,"seed":7,"stop":"\n\n"})",
                     &r, &e));
-  api::ParsedGeneration g;
-  api::RequestError re;
-  ASSERT_TRUE(api::ParseGenerationRequest(api::ToGenerationBody(r), Tok(), Bounds(),
-                                          stream::Policy::kDropSlow, &g, &re))
-      << re.message << " in " << api::ToGenerationBody(r);
-  EXPECT_EQ(g.request.prompt_tokens, Ids({15496, 995}));
-  EXPECT_EQ(g.request.max_new_tokens, 9);
-  EXPECT_FLOAT_EQ(g.request.temperature, 0.25f);
-  EXPECT_FLOAT_EQ(g.request.top_p, 0.5f);
-  EXPECT_TRUE(g.request.has_seed);
-  EXPECT_EQ(g.request.seed, 7u);
-  EXPECT_EQ(g.request.stop, std::vector<std::string>{"\n\n"});
-  EXPECT_FALSE(g.has_policy);
-  // Without a seed, none is sent.
+  backend::GenerationRequest g = api::ToGeneration(r);
+  EXPECT_EQ(g.prompt_tokens, Ids({15496, 995}));
+  EXPECT_EQ(g.max_new_tokens, 9);
+  EXPECT_FLOAT_EQ(g.temperature, 0.25f);
+  EXPECT_FLOAT_EQ(g.top_p, 0.5f);
+  EXPECT_TRUE(g.has_seed);
+  EXPECT_EQ(g.seed, 7u);
+  EXPECT_EQ(g.stop, std::vector<std::string>{"\n\n"});
+  // Without a seed, none is set.
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":"x"})", &r, &e));
-  ASSERT_TRUE(api::ParseGenerationRequest(api::ToGenerationBody(r), Tok(), Bounds(),
-                                          stream::Policy::kDropSlow, &g, &re));
-  EXPECT_FALSE(g.request.has_seed);
-  EXPECT_TRUE(g.request.stop.empty());
+  g = api::ToGeneration(r);
+  EXPECT_FALSE(g.has_seed);
+  EXPECT_TRUE(g.stop.empty());
+  EXPECT_EQ(g.max_new_tokens, 16);
 }
 
 struct Rejection {
@@ -225,12 +219,14 @@ TEST(CompletionsParse, EveryRejectionNamesItsParam) {
   };
   for (const Rejection& c : cases) {
     CompletionRequest r;
-    OpenAiError e;
+    ApiError e;
     EXPECT_FALSE(Parse(c.body, &r, &e)) << c.body;
-    EXPECT_EQ(e.status, c.status) << c.body;
+    EXPECT_EQ(e.http_status, c.status) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
-    EXPECT_EQ(e.code, c.code) << c.body;
-    EXPECT_EQ(e.type, "invalid_request_error") << c.body;
+    json::Value w = ParseJson(api::OpenAiErrorJson(e));
+    const json::Value* code = w.Find("error")->Find("code");
+    EXPECT_EQ(code->is_null() ? std::string() : code->as_string(), c.code) << c.body;
+    EXPECT_EQ(w.Find("error")->Find("type")->as_string(), "invalid_request_error") << c.body;
     EXPECT_FALSE(e.message.empty()) << c.body;
     // The message names what failed.
     if (*c.param != 0) {
@@ -245,7 +241,7 @@ TEST(CompletionsParse, ContextBoundCountsPromptAndMaxTokens) {
   std::string prompt;
   for (int i = 0; i < 1008; i++) prompt += (i ? ",1" : "1");
   CompletionRequest r;
-  OpenAiError e;
+  ApiError e;
   // 1008 + 16 = 1024 fits exactly; one more token does not.
   EXPECT_TRUE(Parse(R"({"model":"gpt2","prompt":[)" + prompt + "]}", &r, &e)) << e.message;
   EXPECT_FALSE(Parse(R"({"model":"gpt2","max_tokens":17,"prompt":[)" + prompt + "]}", &r, &e));
@@ -255,11 +251,8 @@ TEST(CompletionsParse, ContextBoundCountsPromptAndMaxTokens) {
 // ---- response shapes ------------------------------------------------------------
 
 TEST(CompletionsShapes, ErrorObjectHasOpenAisFourFields) {
-  OpenAiError e;
-  e.status = 404;
-  e.message = "no such model";
+  ApiError e = ApiError::Make(ErrorCode::kModelNotFound, "no such model");
   e.param = "model";
-  e.code = "model_not_found";
   json::Value v = ParseJson(api::OpenAiErrorJson(e));
   ASSERT_TRUE(v.Find("error") && v.Find("error")->is_object());
   const json::Value& err = *v.Find("error");
@@ -268,35 +261,35 @@ TEST(CompletionsShapes, ErrorObjectHasOpenAisFourFields) {
   EXPECT_EQ(err.Find("type")->as_string(), "invalid_request_error");
   EXPECT_EQ(err.Find("param")->as_string(), "model");
   EXPECT_EQ(err.Find("code")->as_string(), "model_not_found");
-  e.param.clear();
-  e.code.clear();
-  v = ParseJson(api::OpenAiErrorJson(e));
+  // invalid_request: the param says what; the code is null (as OpenAI's).
+  ApiError bad = ApiError::Make(ErrorCode::kInvalidRequest, "bad");
+  v = ParseJson(api::OpenAiErrorJson(bad));
   EXPECT_TRUE(v.Find("error")->Find("param")->is_null());
   EXPECT_TRUE(v.Find("error")->Find("code")->is_null());
 
-  OpenAiError o = api::FromOurError(503, "overloaded", "busy", 1000);
-  EXPECT_EQ(o.status, 503);
-  EXPECT_EQ(o.type, "server_error");
-  EXPECT_EQ(o.code, "overloaded");
-  EXPECT_EQ(o.retry_after_ms, 1000);
-  OpenAiError p = api::FromOurError(422, "prompt_too_long", "long", 0);
-  EXPECT_EQ(p.status, 400);
-  EXPECT_EQ(p.type, "invalid_request_error");
-  EXPECT_EQ(p.code, "context_length_exceeded");
+  ApiError o = ApiError::Make(ErrorCode::kOverloaded, "busy");
+  v = ParseJson(api::OpenAiErrorJson(o));
+  EXPECT_EQ(o.http_status, 503);
+  EXPECT_EQ(v.Find("error")->Find("type")->as_string(), "server_error");
+  EXPECT_EQ(v.Find("error")->Find("code")->as_string(), "overloaded");
+  ApiError p = api::ForOpenAi(ApiError::Make(ErrorCode::kPromptTooLong, "long"));
+  EXPECT_EQ(p.http_status, 400);
   EXPECT_EQ(p.param, "prompt");
+  v = ParseJson(api::OpenAiErrorJson(p));
+  EXPECT_EQ(v.Find("error")->Find("type")->as_string(), "invalid_request_error");
+  EXPECT_EQ(v.Find("error")->Find("code")->as_string(), "context_length_exceeded");
 }
 
 TEST(CompletionsShapes, FinishReasonsMapToOpenAis) {
   std::string out;
-  EXPECT_TRUE(api::OpenAiFinishReason("eos", &out));
+  EXPECT_TRUE(api::OpenAiFinishReason(stream::FinishReason::kEos, &out));
   EXPECT_EQ(out, "stop");
-  EXPECT_TRUE(api::OpenAiFinishReason("stop", &out));
+  EXPECT_TRUE(api::OpenAiFinishReason(stream::FinishReason::kStop, &out));
   EXPECT_EQ(out, "stop");
-  EXPECT_TRUE(api::OpenAiFinishReason("length", &out));
+  EXPECT_TRUE(api::OpenAiFinishReason(stream::FinishReason::kLength, &out));
   EXPECT_EQ(out, "length");
-  EXPECT_FALSE(api::OpenAiFinishReason("cancelled", &out));
-  EXPECT_FALSE(api::OpenAiFinishReason("error", &out));
-  EXPECT_FALSE(api::OpenAiFinishReason("", &out));
+  EXPECT_FALSE(api::OpenAiFinishReason(stream::FinishReason::kCancelled, &out));
+  EXPECT_FALSE(api::OpenAiFinishReason(stream::FinishReason::kError, &out));
 }
 
 TEST(CompletionsShapes, CompletionChunkAndUsage) {
@@ -482,13 +475,6 @@ std::vector<sse::Event> ParseSse(const std::string& bytes) {
   return events;
 }
 
-stream::Event Ev(stream::EventType type, std::string data) {
-  stream::Event e;
-  e.type = type;
-  e.data = std::move(data);
-  return e;
-}
-
 // The stream format on its own (the server tests below see it through an
 // SseSubscription): what each of our events becomes, read back with our SSE
 // parser and checked with the chunk grammar.
@@ -499,22 +485,15 @@ TEST(CompletionsShapes, StreamFormatWritesOpenAisChunks) {
   std::string out;
   f.AppendPreamble(&out);
   EXPECT_EQ(out, "");
-  EXPECT_EQ(f.AppendEvent(Ev(stream::EventType::kStart, R"({"stream":"s_9","prompt_tokens":3})"), &out),
-            Bytes::kNone);
+  EXPECT_EQ(f.AppendEvent(stream::Event::Start(3), &out), Bytes::kNone);
   EXPECT_EQ(out, "");
-  EXPECT_EQ(f.AppendEvent(Ev(stream::EventType::kToken, R"({"index":0,"token":15496,"text":"Hello"})"), &out),
-            Bytes::kEvent);
+  EXPECT_EQ(f.AppendEvent(stream::Event::Token(0, 15496, "Hello"), &out), Bytes::kEvent);
   // Text held back (part of a character or a possible stop string): nothing.
   std::string held;
-  EXPECT_EQ(f.AppendEvent(Ev(stream::EventType::kToken, R"({"index":1,"token":171,"text":""})"), &held),
-            Bytes::kNone);
+  EXPECT_EQ(f.AppendEvent(stream::Event::Token(1, 171, ""), &held), Bytes::kNone);
   EXPECT_EQ(held, "");
-  EXPECT_EQ(f.AppendEvent(Ev(stream::EventType::kToken, R"({"index":2,"token":995,"text":" world"})"), &out),
-            Bytes::kEvent);
-  EXPECT_EQ(f.AppendEvent(Ev(stream::EventType::kDone,
-                             R"({"finish_reason":"eos","usage":{"prompt_tokens":3,"completion_tokens":3}})"),
-                          &out),
-            Bytes::kLast);
+  EXPECT_EQ(f.AppendEvent(stream::Event::Token(2, 995, " world"), &out), Bytes::kEvent);
+  EXPECT_EQ(f.AppendEvent(stream::Event::Done(stream::FinishReason::kEos, 3, 3), &out), Bytes::kLast);
   StreamedCompletion s = ReadStream(ParseSse(out), true);
   EXPECT_EQ(s.text, "Hello world");
   EXPECT_EQ(s.finish_reason, "stop");
@@ -526,33 +505,27 @@ TEST(CompletionsShapes, StreamFormatWritesOpenAisChunks) {
 
   // Endings without a finish reason: an error chunk, then [DONE].
   struct Case {
-    stream::EventType type;
-    const char* data;
+    stream::Event event;
     const char* code;
     const char* error_type;
   };
   const Case cases[] = {
-      {stream::EventType::kError, R"({"type":"internal","message":"boom","retryable":false})", "internal",
-       "server_error"},
-      {stream::EventType::kDone, R"({"finish_reason":"cancelled"})", "cancelled", "server_error"},
+      {stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "boom")), "internal", "server_error"},
+      {stream::Event::Done(stream::FinishReason::kCancelled, 3, 1), "cancelled", "server_error"},
   };
   for (const Case& c : cases) {
     out.clear();
-    EXPECT_EQ(f.AppendEvent(Ev(c.type, c.data), &out), Bytes::kLast) << c.data;
+    EXPECT_EQ(f.AppendEvent(c.event, &out), Bytes::kLast) << c.code;
     s = ReadStream(ParseSse(out), true);
-    EXPECT_TRUE(s.done_last) << c.data;
-    ASSERT_TRUE(s.error.is_object()) << c.data;
+    EXPECT_TRUE(s.done_last) << c.code;
+    ASSERT_TRUE(s.error.is_object()) << c.code;
     EXPECT_EQ(s.error.Find("code")->as_string(), c.code);
     EXPECT_EQ(s.error.Find("type")->as_string(), c.error_type);
   }
 
   // A subscriber-level ending: the slow client is told where to resume.
   out.clear();
-  stream::SubscriberEnd end;
-  end.type = "slow_client";
-  end.message = "too slow";
-  end.resume_from = 7;
-  f.AppendEnding(end, &out);
+  f.AppendEnding(stream::SubscriberEnd(ErrorCode::kSlowClient, "too slow", 7), &out);
   s = ReadStream(ParseSse(out), true);
   EXPECT_TRUE(s.done_last);
   ASSERT_TRUE(s.error.is_object());

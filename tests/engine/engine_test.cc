@@ -10,7 +10,6 @@
 #include <random>
 #include <thread>
 
-#include "backend/events.h"
 #include "engine/engine_test_util.h"
 
 namespace tw::testing {
@@ -442,22 +441,23 @@ TEST(Engine, RefusesWhenTheWaitingListIsFullAndRequestsThatCanNeverRun) {
   backend::GenerationRequest small = MakeRequest(31, false);
   ASSERT_TRUE(e->Submit(b, small, nullptr));
   ASSERT_TRUE(e->Submit(c, small, nullptr));
-  backend::SubmitRefusal ref;
+  ApiError ref;
   EXPECT_FALSE(e->Submit(d, small, &ref));
   EXPECT_EQ(ref.http_status, 503);
-  EXPECT_EQ(ref.type, "overloaded");
+  EXPECT_EQ(ref.code, ErrorCode::kOverloaded);
   EXPECT_EQ(ref.retry_after_ms, 1500);
   EXPECT_EQ(d->head_seq(), 0u) << "a refused stream must stay untouched";
   // Longer than the context, and more blocks than the cache holds.
   backend::GenerationRequest too_long = small;
   too_long.max_new_tokens = 200;
   EXPECT_FALSE(e->Submit(NewStream("x"), too_long, &ref));
-  EXPECT_EQ(ref.http_status, 400);
+  EXPECT_EQ(ref.http_status, 422);
+  EXPECT_EQ(ref.code, ErrorCode::kPromptTooLong);
   backend::GenerationRequest too_big = small;
   too_big.prompt_tokens.resize(1);
   too_big.max_new_tokens = 8 * 16 + 1;  // 9 blocks of 16 > 8 (and > n_ctx: either refusal)
   EXPECT_FALSE(e->Submit(NewStream("y"), too_big, &ref));
-  EXPECT_EQ(ref.http_status, 400);
+  EXPECT_TRUE(ref.http_status == 400 || ref.http_status == 422) << ref.http_status;
   backend::GenerationRequest bad_token = small;
   bad_token.prompt_tokens[0] = 60000;
   EXPECT_FALSE(e->Submit(NewStream("z"), bad_token, &ref));
@@ -476,7 +476,7 @@ TEST(Engine, BlocksBoundAdmissionSmallerThanContext) {
   backend::GenerationRequest r = MakeRequest(32, false);
   r.prompt_tokens.resize(1);
   r.max_new_tokens = 49;  // 49 positions: 4 blocks > 3
-  backend::SubmitRefusal ref;
+  ApiError ref;
   EXPECT_FALSE(e->Submit(NewStream("big"), r, &ref));
   EXPECT_EQ(ref.http_status, 400);
   EXPECT_NE(ref.message.find("KV blocks"), std::string::npos) << ref.message;
@@ -535,9 +535,9 @@ TEST(Engine, ShutdownFinishesEverythingOnce) {
   EXPECT_EQ(st.releases, st.admitted);
   EXPECT_EQ(st.double_releases, 0u);
   EXPECT_EQ(st.finished, 6u);
-  backend::SubmitRefusal ref;
+  ApiError ref;
   EXPECT_FALSE(e->Submit(NewStream("late"), MakeRequest(1, false), &ref));
-  EXPECT_EQ(ref.type, "shutting_down");
+  EXPECT_EQ(ref.code, ErrorCode::kShuttingDown);
 }
 
 // Many threads submitting, cancelling (waiting and running, twice, late),

@@ -1,17 +1,24 @@
 // Helpers for the engine tests: the tiny golden GPT-2 (tests/data/golden/
 // tiny-gpt2), streams without an I/O thread, and collecting a finished
 // stream's events.
+//
+// The suites run against the runner interface: MakeEngine builds the runner
+// named by the environment variable TW_TEST_RUNNER ("cpu" by default; "cuda"
+// in a CUDA build on a GPU, which is how make test-gpu runs these same
+// suites on the CUDA runner) through the server's own factory.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "api/backends.h"
 #include "engine/engine.h"
 #include "json/json.h"
 #include "model/gpt2.h"
@@ -40,16 +47,36 @@ struct TinyModel {
   }
 };
 
+// "cpu" unless TW_TEST_RUNNER names another runner.
+inline std::string TestRunnerKind() {
+  const char* k = std::getenv("TW_TEST_RUNNER");
+  return k != nullptr && *k != 0 ? k : "cpu";
+}
+
 inline std::unique_ptr<engine::Engine> MakeEngine(engine::EngineOptions o) {
   const TinyModel& m = TinyModel::Get();
+  std::unique_ptr<engine::ModelRunner> runner;
+  Status s = api::MakeRunner(TestRunnerKind(), m.model, engine::RunnerLimitsFor(o, m.model->config().n_ctx),
+                             &runner);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return nullptr;
   std::unique_ptr<engine::Engine> e;
-  Status s = engine::Engine::Create(m.model, &m.tokenizer, o, &e);
+  s = engine::Engine::Create(std::move(runner), &m.tokenizer, o, &e);
   EXPECT_TRUE(s.ok()) << s.message();
   return e;
 }
 
 inline std::shared_ptr<stream::Stream> NewStream(const std::string& id) {
   return std::make_shared<stream::Stream>(id, stream::StreamLimits{}, nullptr);
+}
+
+// A stream of the lab policy `naive`: its producer waits for its readers.
+inline std::shared_ptr<stream::Stream> NewGatedStream(const std::string& id) {
+  stream::StreamLimits limits;
+  auto lab = std::make_shared<stream::LabStreamOptions>();
+  lab->waits_for_readers = true;
+  limits.lab = lab;
+  return std::make_shared<stream::Stream>(id, limits, nullptr);
 }
 
 // What a finished stream contained.
@@ -63,6 +90,7 @@ struct Outcome {
   int terminal_events = 0;
 };
 
+// Parses an SSE data line (the HTTP-level tests read JSON from the wire).
 inline json::Value ParseEvent(const std::string& data) {
   json::Value v;
   json::ParseLimits lim;
@@ -86,19 +114,21 @@ inline Outcome Read(const stream::Stream& s) {
   std::vector<stream::EventPtr> evs;
   EXPECT_TRUE(s.ReadFrom(1, 1 << 20, &evs));
   for (auto& e : evs) {
-    json::Value v = ParseEvent(e->data);
     if (e->type == stream::EventType::kToken) {
-      EXPECT_EQ(v.Find("index")->as_int(), static_cast<int64_t>(o.tokens.size()));
-      o.tokens.push_back(static_cast<int32_t>(v.Find("token")->as_int()));
-      o.text += v.Find("text")->as_string();
+      EXPECT_EQ(e->index, static_cast<int32_t>(o.tokens.size()));
+      o.tokens.push_back(e->token);
+      o.text += e->text;
     } else if (e->type == stream::EventType::kDone) {
       o.terminal_events++;
-      o.finish_reason = v.Find("finish_reason")->as_string();
-      o.completion_tokens = v.Find("usage")->Find("completion_tokens")->as_int();
+      o.finish_reason = stream::FinishReasonName(e->finish_reason);
+      o.completion_tokens = e->completion_tokens;
     } else if (e->type == stream::EventType::kError) {
       o.terminal_events++;
-      o.error_type = v.Find("type")->as_string();
-      o.retryable = v.Find("retryable")->as_bool();
+      EXPECT_TRUE(e->error != nullptr);
+      if (e->error) {
+        o.error_type = e->error->type();
+        o.retryable = e->error->retryable;
+      }
     }
   }
   return o;

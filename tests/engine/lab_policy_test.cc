@@ -24,11 +24,7 @@ backend::GenerationRequest Greedy(int seed, int new_tokens) {
   return r;
 }
 
-std::shared_ptr<stream::Stream> GatedStream(const std::string& id) {
-  auto s = NewStream(id);
-  s->set_waits_for_readers();
-  return s;
-}
+std::shared_ptr<stream::Stream> GatedStream(const std::string& id) { return NewGatedStream(id); }
 
 // A reader that keeps up: publishes "everything taken" until stopped.
 class KeepUpReader {

@@ -18,6 +18,7 @@
 
 #include "cpu/thread_pool.h"
 #include "forward/random_gpt2.h"
+#include "engine/block_allocator.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 
@@ -109,7 +110,7 @@ struct Rig {
   Rig(const Gpt2Model& m, int block_size, ForwardLimits limits, cpu::ThreadPool* threads, int blocks = 256) {
     Status s = KvPool::Create(m.config(), KvCacheConfig{blocks, block_size}, &kv);
     EXPECT_TRUE(s.ok()) << s.message();
-    alloc = std::make_unique<BlockAllocator>(blocks);
+    alloc = std::make_unique<engine::BlockAllocator>(blocks);
     s = Gpt2Forward::Create(m, kv.get(), threads, limits, &fwd);
     EXPECT_TRUE(s.ok()) << s.message();
   }
@@ -119,7 +120,7 @@ struct Rig {
     return seq;
   }
   std::unique_ptr<KvPool> kv;
-  std::unique_ptr<BlockAllocator> alloc;
+  std::unique_ptr<engine::BlockAllocator> alloc;
   std::unique_ptr<Gpt2Forward> fwd;
 };
 
@@ -395,7 +396,7 @@ TEST(KvCacheTest, PoolShapeAndBadConfig) {
 }
 
 TEST(KvCacheTest, BlockAllocatorIsAllOrNothingAndCatchesBadFrees) {
-  BlockAllocator a(5);
+  engine::BlockAllocator a(5);
   EXPECT_EQ(a.num_free(), 5);
   std::vector<int32_t> x, y;
   ASSERT_TRUE(a.Alloc(3, &x));

@@ -16,6 +16,7 @@
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
 #include "json/json.h"
+#include "engine/block_allocator.h"
 #include "model/forward.h"
 #include "model/gpt2.h"
 #include "model/kv_cache.h"
@@ -125,7 +126,7 @@ TEST_F(GoldenTest, PromptLogitsAndGreedyDecodeEveryLevel) {
     std::unique_ptr<Gpt2Forward> fwd;
     Status s = Gpt2Forward::Create(*model_, kv.get(), &threads, ForwardLimits{4, 32}, &fwd);
     ASSERT_TRUE(s.ok()) << s.message();
-    BlockAllocator alloc(kv->num_blocks());
+    engine::BlockAllocator alloc(kv->num_blocks());
     for (size_t ci = 0; ci < cases_->size(); ++ci) {
       const GoldenCase& g = (*cases_)[ci];
       const std::string where = std::string(cpu::IsaName(isa)) + " case " + std::to_string(ci);
@@ -171,7 +172,7 @@ TEST_F(GoldenTest, AllCasesDecodedTogetherInOneBatch) {
   ASSERT_TRUE(KvPool::Create(cfg, KvCacheConfig{200, 3}, &kv).ok());
   std::unique_ptr<Gpt2Forward> fwd;
   ASSERT_TRUE(Gpt2Forward::Create(*model_, kv.get(), &threads, ForwardLimits{B, 8}, &fwd).ok());
-  BlockAllocator alloc(kv->num_blocks());
+  engine::BlockAllocator alloc(kv->num_blocks());
   std::vector<SeqState> seqs(B);
   std::vector<SeqState*> ptrs;
   std::vector<float> logits(static_cast<size_t>(B) * V, NAN);
@@ -210,7 +211,7 @@ TEST_F(GoldenTest, BlockSizesGiveBitwiseEqualLogits) {
     ASSERT_TRUE(KvPool::Create(cfg, KvCacheConfig{64 / bs + 40, bs}, &kv).ok());
     std::unique_ptr<Gpt2Forward> fwd;
     ASSERT_TRUE(Gpt2Forward::Create(*model_, kv.get(), nullptr, ForwardLimits{1, 16}, &fwd).ok());
-    BlockAllocator alloc(kv->num_blocks());
+    engine::BlockAllocator alloc(kv->num_blocks());
     SeqState seq;
     ASSERT_TRUE(alloc.Alloc(BlocksFor(T + 10, bs), &seq.block_table));
     std::reverse(seq.block_table.begin(), seq.block_table.end());  // non-contiguous on purpose

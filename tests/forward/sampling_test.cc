@@ -15,6 +15,7 @@
 
 #include "cpu/kernels.h"
 #include "forward/random_gpt2.h"
+#include "engine/block_allocator.h"
 #include "model/forward.h"
 
 namespace tw::model {
@@ -429,7 +430,7 @@ TEST(SamplerTest, SeededStreamThroughTheModelIgnoresBatchCompany) {
     EXPECT_TRUE(KvPool::Create(model.config(), KvCacheConfig{64, 4}, &kv).ok());
     std::unique_ptr<Gpt2Forward> fwd;
     EXPECT_TRUE(Gpt2Forward::Create(model, kv.get(), nullptr, ForwardLimits{2, 16}, &fwd).ok());
-    BlockAllocator alloc(64);
+    engine::BlockAllocator alloc(64);
     SeqState a, b;
     EXPECT_TRUE(alloc.Alloc(10, &a.block_table));
     EXPECT_TRUE(alloc.Alloc(10, &b.block_table));

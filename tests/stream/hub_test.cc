@@ -10,7 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "backend/events.h"
+#include "backend/backend.h"
+#include "sse/event_json.h"
 #include "stream/hub.h"
 #include "stream/loop_fixture.h"
 
@@ -25,7 +26,7 @@ class FakeBackend : public backend::Backend {
   const char* kind() const override { return "fake"; }
   std::string model_name() const override { return "fake"; }
   int context_length() const override { return 1024; }
-  bool Submit(std::shared_ptr<Stream> s, backend::GenerationRequest, backend::SubmitRefusal*) override {
+  bool Submit(std::shared_ptr<Stream> s, backend::GenerationRequest, ApiError*) override {
     std::lock_guard<std::mutex> lock(mu);
     streams[s->id()] = s;
     return true;
@@ -38,7 +39,7 @@ class FakeBackend : public backend::Backend {
       std::lock_guard<std::mutex> lock(mu);
       s = streams[id];
     }
-    if (s) s->Finish(EventType::kDone, backend::DoneEventData("cancelled", 1, 0));
+    if (s) s->Finish(Event::Done(FinishReason::kCancelled, 1, 0));
     std::lock_guard<std::mutex> lock(mu);
     cancels[id]++;
   }
@@ -48,7 +49,7 @@ class FakeBackend : public backend::Backend {
     pause_calls++;
   }
   void Shutdown() override {}
-  void WriteStats(json::Writer*) const override {}
+  void Stats(std::vector<backend::StatField>*) const override {}
 
   bool IsPaused(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu);
@@ -81,7 +82,7 @@ class FakeSub : public Subscription {
     std::lock_guard<std::mutex> lock(mu);
     completed = true;
   }
-  void End(const SubscriberEnd& e) override {
+  void End(const ApiError& e) override {
     std::lock_guard<std::mutex> lock(mu);
     ended = true;
     end = e;
@@ -104,7 +105,7 @@ class FakeSub : public Subscription {
   bool gone = false;
   bool completed = false;
   bool ended = false;
-  SubscriberEnd end;
+  ApiError end;
   std::vector<uint64_t> seqs;
 };
 
@@ -122,7 +123,7 @@ struct HubFixture {
   std::shared_ptr<Stream> Start(Policy p, FakeSub* sub, uint64_t after = 0) {
     return lt.Call([&] {
       auto s = hub->Create(p);
-      s->Append(EventType::kStart, "{}");
+      s->Append(Event::Start(1));
       backend.Submit(s, {}, nullptr);
       if (sub) {
         uint64_t oldest;
@@ -151,8 +152,8 @@ TEST(Hub, LiveDeliveryCompletesOnTerminalEvent) {
   HubFixture f;
   FakeSub sub;
   auto s = f.Start(Policy::kDropSlow, &sub);
-  for (int i = 0; i < 20; i++) s->Append(EventType::kToken, "{}");
-  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 20));
+  for (int i = 0; i < 20; i++) s->Append(Event::Token(0, 0, ""));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 20));
   ASSERT_TRUE(WaitFor([&] { return sub.Completed(); }));
   EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 22));
   EXPECT_EQ(f.lt.Call([&] { return f.hub->subscriber_count(); }), 0u);
@@ -169,10 +170,10 @@ TEST(Hub, ReplayThenLiveHandoverUnderRacingAppends) {
     const int total = 400;
     std::thread producer([&] {
       for (int i = 0; i < total; i++) {
-        s->Append(EventType::kToken, "{}");
+        s->Append(Event::Token(0, 0, ""));
         if (i % 50 == 0) std::this_thread::yield();
       }
-      s->Finish(EventType::kDone, backend::DoneEventData("length", 1, total));
+      s->Finish(Event::Done(FinishReason::kLength, 1, total));
     });
     // Several subscribers attach at racing moments with different cursors.
     std::vector<std::unique_ptr<FakeSub>> subs;
@@ -203,7 +204,7 @@ TEST(Hub, ResumeBeyondWindowIsRefusedWithOldestAvailable) {
   o.stream_limits.resume_window_events = 8;
   HubFixture f(o);
   auto s = f.Start(Policy::kDropSlow, nullptr);
-  for (int i = 0; i < 20; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 20; i++) s->Append(Event::Token(0, 0, ""));
   FakeSub sub;
   uint64_t oldest = 0;
   auto r = f.lt.Call([&] { return f.hub->Attach(s, &sub, 3, &oldest); });
@@ -227,11 +228,11 @@ TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
   FakeSub creator;
   auto s = f.lt.Call([&] {
     auto st = f.hub->Create(Policy::kDropSlow);
-    st->Append(EventType::kStart, "{}");
+    st->Append(Event::Start(1));
     f.backend.Submit(st, {}, nullptr);
     return st;
   });
-  for (int i = 0; i < 30; i++) s->Append(EventType::kToken, "{}");  // the producer ran ahead
+  for (int i = 0; i < 30; i++) s->Append(Event::Token(0, 0, ""));  // the producer ran ahead
   uint64_t oldest = 0;
   auto r = f.lt.Call([&] { return f.hub->Attach(s, &creator, 0, &oldest); });
   EXPECT_EQ(r, Stream::AttachResult::kOk);
@@ -239,7 +240,7 @@ TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
   ASSERT_TRUE(WaitFor([&] { return creator.Seqs().size() == 31; }));
   EXPECT_TRUE(Contiguous(creator.Seqs(), 1, 31));
   // The hold is gone: the ring is back to the window.
-  s->Append(EventType::kToken, "{}");
+  s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return creator.Seqs().size() == 32; }));
   FakeSub late;
   r = f.lt.Call([&] { return f.hub->Attach(s, &late, 0, &oldest); });
@@ -248,11 +249,11 @@ TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
   // Declared detached (POST /v1/streams): the hold ends there too.
   auto d = f.lt.Call([&] {
     auto st = f.hub->Create(Policy::kDropSlow);
-    st->Append(EventType::kStart, "{}");
+    st->Append(Event::Start(1));
     f.backend.Submit(st, {}, nullptr);
     return st;
   });
-  for (int i = 0; i < 30; i++) d->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 30; i++) d->Append(Event::Token(0, 0, ""));
   EXPECT_EQ(f.lt.Call([&] { return d->Attach(&late, 0, &oldest); }), Stream::AttachResult::kOk)
       << "held: event 1 is still there";
   d->Detach(&late);
@@ -271,10 +272,10 @@ TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
   FakeSub sub;
   sub.room = 5;  // takes start + 4 tokens, then its socket is full
   auto s = f.Start(Policy::kDropSlow, &sub);
-  for (int i = 0; i < 30; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 30; i++) s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return sub.Ended(); }));
-  EXPECT_EQ(sub.end.type, "slow_client");
-  EXPECT_EQ(sub.end.resume_from, 5u);
+  EXPECT_STREQ(sub.end.type(), "slow_client");
+  EXPECT_EQ(sub.end.resume_from, 5);
   EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 5));
   EXPECT_EQ(f.backend.Cancels(s->id()), 0);
   EXPECT_FALSE(f.backend.IsPaused(s->id()));
@@ -284,7 +285,7 @@ TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
     uint64_t oldest;
     return f.hub->Attach(s, &again, 5, &oldest);
   });
-  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 30));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 30));
   ASSERT_TRUE(WaitFor([&] { return again.Completed(); }));
   EXPECT_TRUE(Contiguous(again.Seqs(), 6, 32));
   EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().slow_client_detaches; }), 1u);
@@ -297,7 +298,7 @@ TEST(Hub, PauseProducerPausesOverTheLagAndResumesWhenCaughtUp) {
   FakeSub sub;
   sub.room = 3;
   auto s = f.Start(Policy::kPauseProducer, &sub);
-  for (int i = 0; i < 15; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 15; i++) s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return f.backend.IsPaused(s->id()); }));
   EXPECT_FALSE(sub.Ended());
   // The reader catches up: unbounded room, then the transport says so.
@@ -333,7 +334,7 @@ TEST(Hub, PauseThenCancelCancelsAfterTheStallTimeout) {
   FakeSub sub;
   sub.room = 2;
   auto s = f.Start(Policy::kPauseThenCancel, &sub);
-  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 10; i++) s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return f.backend.Cancels(s->id()) == 1; }));
   EXPECT_TRUE(s->producer_exited());
   EXPECT_EQ(f.lt.Call([&] { return f.hub->counters().stall_cancels; }), 1u);
@@ -409,7 +410,7 @@ TEST(Hub, RetainExpiryForgetsTheStream) {
   HubFixture f(o);
   FakeSub a;
   auto s = f.Start(Policy::kDropSlow, &a);
-  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 0));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 0));
   ASSERT_TRUE(WaitFor([&] { return a.Completed(); }));
   EXPECT_NE(f.lt.Call([&] { return f.hub->Find(s->id()); }), nullptr);
   ASSERT_TRUE(WaitFor([&] { return f.lt.Call([&] { return f.hub->Find(s->id()); }) == nullptr; }));
@@ -420,16 +421,16 @@ TEST(Hub, ShutdownEndsSubscribersWithResumeFromAndCancels) {
   HubFixture f;
   FakeSub a;
   auto s = f.Start(Policy::kDropSlow, &a);
-  for (int i = 0; i < 3; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 3; i++) s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return a.Seqs().size() == 4; }));
   f.lt.Call([&] {
     f.hub->BeginShutdown();
     return 0;
   });
   EXPECT_TRUE(a.Ended());
-  EXPECT_EQ(a.end.type, "shutting_down");
+  EXPECT_STREQ(a.end.type(), "shutting_down");
   EXPECT_TRUE(a.end.retryable);
-  EXPECT_EQ(a.end.resume_from, 4u);
+  EXPECT_EQ(a.end.resume_from, 4);
   EXPECT_EQ(f.backend.Cancels(s->id()), 1);
 }
 
@@ -482,8 +483,8 @@ TEST(Hub, RetentionWaitsForAReaderThatProgressesAndEndsAStalledOne) {
     uint64_t oldest;
     return f.hub->Attach(s, &stalled, 0, &oldest);
   });
-  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
-  s->Finish(EventType::kDone, backend::DoneEventData("length", 1, 10));
+  for (int i = 0; i < 10; i++) s->Append(Event::Token(0, 0, ""));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 10));
   // The reader takes two more events every 25 ms (faster than retain_ms).
   for (int step = 0; step < 5 && !reader.Completed(); step++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -499,8 +500,8 @@ TEST(Hub, RetentionWaitsForAReaderThatProgressesAndEndsAStalledOne) {
   ASSERT_TRUE(WaitFor([&] { return reader.Completed(); }));
   EXPECT_TRUE(Contiguous(reader.Seqs(), 1, 12));
   ASSERT_TRUE(WaitFor([&] { return stalled.Ended(); }));
-  EXPECT_EQ(stalled.end.type, "expired");
-  EXPECT_EQ(stalled.end.resume_from, 2u);
+  EXPECT_STREQ(stalled.end.type(), "expired");
+  EXPECT_EQ(stalled.end.resume_from, 2);
   ASSERT_TRUE(WaitFor([&] { return f.lt.Call([&] { return f.hub->Find(s->id()); }) == nullptr; }));
 }
 
@@ -533,14 +534,14 @@ TEST(HubLab, UnboundedDetachesNoOneAndKeepsWhatTheSlowReaderHasNotTaken) {
   auto fast = f.Start(Policy::kUnbounded, &keeps_up);
   // Let the slow reader take its three events before the burst.
   ASSERT_TRUE(WaitFor([&] { return lab_sub.Seqs().size() == 1; }));
-  lab->Append(EventType::kToken, "{}");
-  lab->Append(EventType::kToken, "{}");
+  lab->Append(Event::Token(0, 0, ""));
+  lab->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return lab_sub.Seqs().size() == 3; }));
   size_t last_held = lab->bytes_held();
   for (int i = 0; i < 100; i++) {
-    lab->Append(EventType::kToken, k50);
-    drop->Append(EventType::kToken, k50);
-    fast->Append(EventType::kToken, k50);
+    lab->Append(Event::Token(0, 0, k50));
+    drop->Append(Event::Token(0, 0, k50));
+    fast->Append(Event::Token(0, 0, k50));
     if (i % 10 == 9) {
       // The held events grow with the reader's lag.
       EXPECT_GT(lab->bytes_held(), last_held);
@@ -549,7 +550,7 @@ TEST(HubLab, UnboundedDetachesNoOneAndKeepsWhatTheSlowReaderHasNotTaken) {
   }
   Sync(f);
   ASSERT_TRUE(WaitFor([&] { return drop_sub.Ended(); }));
-  EXPECT_EQ(drop_sub.end.type, "slow_client");
+  EXPECT_STREQ(drop_sub.end.type(), "slow_client");
   EXPECT_EQ(drop->event_count(), 8u);  // the resume window
   // unbounded: still attached, never paused, every event held.
   EXPECT_FALSE(lab_sub.Ended());
@@ -558,7 +559,7 @@ TEST(HubLab, UnboundedDetachesNoOneAndKeepsWhatTheSlowReaderHasNotTaken) {
   // far beyond the window of 8.
   EXPECT_EQ(lab->event_count(), 100u);
   EXPECT_EQ(lab->oldest_seq(), 4u);
-  EXPECT_EQ(lab->bytes_held(), 100u * 50u);
+  EXPECT_EQ(lab->bytes_held(), 100u * (sizeof(Event) + 50u));
   EXPECT_EQ(lab->peak_bytes_held(), lab->bytes_held());
   // A reader that keeps up costs only the window.
   ASSERT_TRUE(WaitFor([&] { return keeps_up.Seqs().size() == 101; }));
@@ -571,7 +572,7 @@ TEST(HubLab, UnboundedDetachesNoOneAndKeepsWhatTheSlowReaderHasNotTaken) {
     std::lock_guard<std::mutex> lock(lab_sub.mu);
     lab_sub.room = -1;
   }
-  lab->Finish(EventType::kDone, backend::DoneEventData("length", 1, 102));
+  lab->Finish(Event::Done(FinishReason::kLength, 1, 102));
   f.lt.Call([&] {
     f.hub->OnWritable(&lab_sub);
     return 0;
@@ -585,23 +586,24 @@ TEST(HubLab, UnboundedSafetyCapBoundsTheBytesAndEndsAReaderLeftBehind) {
   HubOptions o;
   o.subscriber_lag_events = 4;
   o.stream_limits.resume_window_events = 8;
-  o.lab_unbounded_max_bytes = 1000;
+  const size_t per_event = sizeof(Event) + k50.size();
+  o.lab_unbounded_max_bytes = 20 * per_event;
   HubFixture f(o);
   FakeSub sub;
   sub.room = 3;
   auto s = f.Start(Policy::kUnbounded, &sub);
-  for (int i = 0; i < 100; i++) s->Append(EventType::kToken, k50);
+  for (int i = 0; i < 100; i++) s->Append(Event::Token(0, 0, k50));
   Sync(f);
-  // The cap held: never more than 1000 payload bytes...
-  EXPECT_LE(s->peak_bytes_held(), 1000u);
-  EXPECT_GE(s->peak_bytes_held(), 950u);
+  // The cap held: never more than 20 events' bytes...
+  EXPECT_LE(s->peak_bytes_held(), 20 * per_event);
+  EXPECT_GE(s->peak_bytes_held(), 19 * per_event);
   // ...so the slow reader's cursor (after at most 3 events) was evicted: it
   // is told, with resume_from = the last event it took.
   ASSERT_TRUE(WaitFor([&] { return sub.Ended(); }));
-  EXPECT_EQ(sub.end.type, "slow_client");
+  EXPECT_STREQ(sub.end.type(), "slow_client");
   ASSERT_FALSE(sub.Seqs().empty());
   EXPECT_LE(sub.Seqs().size(), 3u);
-  EXPECT_EQ(sub.end.resume_from, sub.Seqs().back());
+  EXPECT_EQ(static_cast<uint64_t>(sub.end.resume_from), sub.Seqs().back());
   // With nobody left to keep events for, the ring is back to its window.
   Sync(f);
   EXPECT_EQ(s->event_count(), 8u);
@@ -623,7 +625,7 @@ TEST(HubLab, NaivePublishesWhatTheSlowestSubscriberTookAndNeverDetachesOrPauses)
     uint64_t oldest;
     return f.hub->Attach(s, &slow, 0, &oldest);
   });
-  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 10; i++) s->Append(Event::Token(0, 0, ""));
   Sync(f);
   ASSERT_TRUE(WaitFor([&] { return fast.Seqs().size() == 11; }));
   EXPECT_EQ(s->delivered_through(), 3u);  // the slow one took start + 2 tokens
@@ -656,7 +658,7 @@ TEST(HubLab, NaivePublishesWhatTheSlowestSubscriberTookAndNeverDetachesOrPauses)
     std::lock_guard<std::mutex> lock(slow.mu);
     slow.room = 0;
   }
-  for (int i = 0; i < 5; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 5; i++) s->Append(Event::Token(0, 0, ""));
   Sync(f);
   EXPECT_EQ(s->delivered_through(), 11u);
   f.lt.Call([&] {
@@ -670,22 +672,29 @@ TEST(HubLab, NaivePublishesWhatTheSlowestSubscriberTookAndNeverDetachesOrPauses)
   s->SetDeliveryListener(nullptr);
 }
 
-// --lab-pad-bytes: token events (only) carry a "pad" field of exactly N bytes
-// and stay one JSON object.
+// --lab-pad-bytes: token events (only) carry a "pad" field of exactly N
+// bytes on the wire, counted in the bytes held, and stay one JSON object.
 TEST(HubLab, PaddingGoesIntoTokenEventsOnly) {
   StreamLimits limits;
-  limits.lab_pad_bytes = 10;
+  auto lab = std::make_shared<LabStreamOptions>();
+  lab->pad_bytes = 10;
+  limits.lab = lab;
   auto s = std::make_shared<Stream>("pad", limits, nullptr);
-  s->Append(EventType::kStart, "{\"a\":1}");
-  s->Append(EventType::kToken, "{\"index\":0,\"text\":\"}\"}");
-  s->Finish(EventType::kDone, "{}");
+  s->Append(Event::Start(1));
+  s->Append(Event::Token(0, 125, "}"));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 1));
   std::vector<EventPtr> evs;
   ASSERT_TRUE(s->ReadFrom(1, 10, &evs));
   ASSERT_EQ(evs.size(), 3u);
-  EXPECT_EQ(evs[0]->data, "{\"a\":1}");
-  EXPECT_EQ(evs[1]->data, "{\"index\":0,\"text\":\"}\",\"pad\":\"..........\"}");
-  EXPECT_EQ(evs[2]->data, "{}");
-  EXPECT_EQ(s->bytes_held(), evs[0]->data.size() + evs[1]->data.size() + 2u);
+  std::string data[3];
+  for (int i = 0; i < 3; i++) sse::AppendEventData(&data[i], *evs[i], sse::EventContext{"pad", "m"});
+  EXPECT_EQ(data[0], "{\"stream\":\"pad\",\"model\":\"m\",\"prompt_tokens\":1}");
+  EXPECT_EQ(data[1], "{\"index\":0,\"token\":125,\"text\":\"}\",\"pad\":\"..........\"}");
+  EXPECT_EQ(data[2], "{\"finish_reason\":\"length\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}");
+  EXPECT_EQ(evs[0]->lab_pad_bytes, 0u);
+  EXPECT_EQ(evs[1]->lab_pad_bytes, 10u);
+  EXPECT_EQ(evs[2]->lab_pad_bytes, 0u);
+  EXPECT_EQ(s->bytes_held(), 3 * sizeof(Event) + 1u + 10u);
 }
 
 TEST(HubLab, ProductionPoliciesDoNotGateTheProducer) {

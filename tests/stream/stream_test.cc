@@ -19,7 +19,7 @@ std::shared_ptr<Stream> MakeStream(size_t window, Notifier* n = nullptr) {
 
 TEST(Stream, SequenceNumbersStartAtOneAndAreContiguous) {
   auto s = MakeStream(8);
-  for (int i = 1; i <= 5; i++) EXPECT_EQ(s->Append(EventType::kToken, "{}"), static_cast<uint64_t>(i));
+  for (int i = 1; i <= 5; i++) EXPECT_EQ(s->Append(Event::Token(0, 0, "")), static_cast<uint64_t>(i));
   std::vector<EventPtr> out;
   ASSERT_TRUE(s->ReadFrom(1, 100, &out));
   ASSERT_EQ(out.size(), 5u);
@@ -28,18 +28,20 @@ TEST(Stream, SequenceNumbersStartAtOneAndAreContiguous) {
 
 TEST(Stream, RingEvictsOldestAndReportsWindow) {
   auto s = MakeStream(4);
-  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, std::string(i + 1, 'x'));
+  for (int i = 0; i < 10; i++) s->Append(Event::Token(i, i, std::string(i + 1, 'x')));
   EXPECT_EQ(s->head_seq(), 10u);
   EXPECT_EQ(s->oldest_seq(), 7u);
   EXPECT_EQ(s->event_count(), 4u);
-  EXPECT_EQ(s->bytes_held(), 7u + 8 + 9 + 10);
+  // Each event counts its fixed part and its text.
+  EXPECT_EQ(s->bytes_held(), 4 * sizeof(Event) + 7u + 8 + 9 + 10);
   std::vector<EventPtr> out;
   EXPECT_FALSE(s->ReadFrom(6, 10, &out));
   EXPECT_TRUE(out.empty());
   ASSERT_TRUE(s->ReadFrom(7, 10, &out));
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0]->seq, 7u);
-  EXPECT_EQ(out[0]->data, std::string(7, 'x'));
+  EXPECT_EQ(out[0]->text, std::string(7, 'x'));
+  EXPECT_EQ(out[0]->index, 6);
   EXPECT_EQ(out[3]->seq, 10u);
   ASSERT_TRUE(s->ReadFrom(11, 10, &out));
   EXPECT_TRUE(out.empty());
@@ -47,7 +49,7 @@ TEST(Stream, RingEvictsOldestAndReportsWindow) {
 
 TEST(Stream, AttachRefusesACursorOutsideTheWindow) {
   auto s = MakeStream(4);
-  for (int i = 0; i < 10; i++) s->Append(EventType::kToken, "{}");
+  for (int i = 0; i < 10; i++) s->Append(Event::Token(0, 0, ""));
   uint64_t oldest = 0;
   int a = 0, b = 0, c = 0;
   EXPECT_EQ(s->Attach(&a, 5, &oldest), Stream::AttachResult::kWindowExceeded);
@@ -62,17 +64,18 @@ TEST(Stream, AttachRefusesACursorOutsideTheWindow) {
 
 TEST(Stream, FinishIsAtomicWithTheTerminalEventAndIdempotent) {
   auto s = MakeStream(8);
-  s->Append(EventType::kStart, "{}");
-  s->Finish(EventType::kDone, "{\"finish_reason\":\"length\"}");
+  s->Append(Event::Start(1));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 0));
   EXPECT_TRUE(s->finished());
   EXPECT_TRUE(s->producer_exited());
   EXPECT_EQ(s->head_seq(), 2u);
-  s->Finish(EventType::kDone, "{}");
-  EXPECT_EQ(s->Append(EventType::kToken, "{}"), 0u);
+  s->Finish(Event::Done(FinishReason::kCancelled, 1, 0));
+  EXPECT_EQ(s->Append(Event::Token(0, 0, "")), 0u);
   EXPECT_EQ(s->head_seq(), 2u);
   std::vector<EventPtr> out;
   ASSERT_TRUE(s->ReadFrom(2, 1, &out));
   EXPECT_TRUE(out[0]->terminal());
+  EXPECT_EQ(out[0]->finish_reason, FinishReason::kLength);  // the first Finish stands
 }
 
 TEST(Notifier, CoalescesWakeupsAndNeverLosesOne) {
@@ -100,7 +103,7 @@ TEST(Notifier, CoalescesWakeupsAndNeverLosesOne) {
       });
   s = MakeStream(10000, &n);
   std::thread producer([&] {
-    for (int i = 0; i < 5000; i++) s->Append(EventType::kToken, "{}");
+    for (int i = 0; i < 5000; i++) s->Append(Event::Token(0, 0, ""));
   });
   // Drain concurrently with the producer, like the I/O thread would.
   for (;;) {

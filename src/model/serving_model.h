@@ -3,8 +3,8 @@
 // (2 layers, 4 heads, 64 wide, 128 positions, GPT-2's vocabulary) generated
 // at start-up so the server runs with no download.
 //
-// The random checkpoint is written by model::WriteRandomGpt2 into a fresh
-// directory under $TMPDIR (else /tmp), loaded with model::LoadGpt2 (which maps
+// The random checkpoint is written by WriteRandomGpt2 into a fresh
+// directory under $TMPDIR (else /tmp), loaded with LoadGpt2 (which maps
 // the file), and the files and the directory are removed at once: the mapping
 // keeps the data alive, nothing is left on disk. Seed 0, so every start serves
 // the same model.
@@ -19,12 +19,12 @@
 #include "common/status.h"
 #include "model/gpt2.h"
 
-namespace tw::engine {
+namespace tw::model {
 
 // Loads `dir` if non-empty, else builds the random tiny model. *name is
 // "gpt2" for a folder (the folder's base name if it has one) and
 // "gpt2-random-tiny" for random weights.
-Status LoadModelForServing(const std::string& dir, std::shared_ptr<const model::Gpt2Model>* out,
+Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Model>* out,
                            std::string* name);
 
-}  // namespace tw::engine
+}  // namespace tw::model

@@ -1,4 +1,4 @@
-#include "engine/model_source.h"
+#include "model/serving_model.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -7,13 +7,13 @@
 
 #include "model/random_weights.h"
 
-namespace tw::engine {
+namespace tw::model {
 
-Status LoadModelForServing(const std::string& dir, std::shared_ptr<const model::Gpt2Model>* out,
+Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Model>* out,
                            std::string* name) {
-  std::unique_ptr<model::Gpt2Model> m;
+  std::unique_ptr<Gpt2Model> m;
   if (!dir.empty()) {
-    if (Status s = model::LoadGpt2(dir, &m); !s.ok()) return s;
+    if (Status s = LoadGpt2(dir, &m); !s.ok()) return s;
     std::string base = dir;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     size_t slash = base.rfind('/');
@@ -25,11 +25,11 @@ Status LoadModelForServing(const std::string& dir, std::shared_ptr<const model::
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokenwire-random-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return Status::FromErrno("mkdtemp " + templ);
-  model::RandomGpt2Options ro;
-  model::NamedGpt2Shape("tiny", &ro.config);
+  RandomGpt2Options ro;
+  NamedGpt2Shape("tiny", &ro.config);
   ro.seed = 0;
-  Status s = model::WriteRandomGpt2(templ, ro);
-  if (s.ok()) s = model::LoadGpt2(templ, &m);
+  Status s = WriteRandomGpt2(templ, ro);
+  if (s.ok()) s = LoadGpt2(templ, &m);
   // The loader maps model.safetensors (or copied it): the files can go now.
   ::unlink((templ + "/model.safetensors").c_str());
   ::unlink((templ + "/model.safetensors.tmp").c_str());
@@ -41,4 +41,4 @@ Status LoadModelForServing(const std::string& dir, std::shared_ptr<const model::
   return Status::Ok();
 }
 
-}  // namespace tw::engine
+}  // namespace tw::model

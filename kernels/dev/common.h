@@ -1,0 +1,200 @@
+// The kernel development harness (llm.c's dev/cuda way): what every
+// kernels/dev/<kernel>.cu program shares.
+//
+//   CUDA_CHECK(call)           exit with the call, file and line on an error
+//   RandomFloats(n, seed)      reproducible inputs in [lo, hi) (never zeros)
+//   ToDevice / Poison          copy inputs over; fill an output with NaN
+//                              first, so an element nobody wrote fails
+//   Validate(...)              every element against the CPU reference:
+//                              |gpu - ref| <= atol + rtol * |ref|, NaN never
+//                              passes; prints the worst elements
+//   Benchmark(repeats, fn)     warm-up, then `repeats` timed runs with CUDA
+//                              events, the L2 flushed before each run;
+//                              returns the median in ms
+//   Ceilings()                 device-to-device copy bandwidth and FMA rate
+//                              measured once on this device (the floors)
+//   Report(...)                one table line: ms, GB/s and TFLOP/s, and
+//                              their fraction of the measured ceilings
+//
+// Dev programs are standalone (`make CUDA=1 kernels-dev`, then
+// build/cuda/dev/<name> [version]); they may exit on error. Nothing here is
+// used by the server.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "common/counter_rng.h"
+
+#define CUDA_CHECK(call)                                                                   \
+  do {                                                                                     \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+namespace tw::dev {
+
+// Reproducible uniform floats in [lo, hi) (common/counter_rng.h), never zero.
+inline std::vector<float> RandomFloats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) {
+    v[i] = lo + (hi - lo) * tw::CounterUniform(seed, i);
+    if (v[i] == 0.0f) v[i] = 1e-3f;
+  }
+  return v;
+}
+
+template <typename T>
+T* ToDevice(const std::vector<T>& host) {
+  T* d = nullptr;
+  CUDA_CHECK(cudaMalloc(&d, host.size() * sizeof(T)));
+  CUDA_CHECK(cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <typename T>
+T* DeviceAlloc(size_t n) {
+  T* d = nullptr;
+  CUDA_CHECK(cudaMalloc(&d, n * sizeof(T)));
+  return d;
+}
+
+// Fills with 0xFF bytes: a float NaN, an int -1.
+inline void Poison(void* d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xFF, bytes)); }
+
+// Checks gpu (device, n floats) against ref (host). Prints the worst
+// elements; returns true when every element passes.
+inline bool Validate(const char* name, const float* gpu_device, const float* ref, size_t n,
+                     float atol, float rtol) {
+  std::vector<float> got(n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(got.data(), gpu_device, n * sizeof(float), cudaMemcpyDeviceToHost));
+  size_t bad = 0, nans = 0, worst = 0;
+  double worst_excess = -1.0, max_abs = 0.0, sum_sq_err = 0.0, sum_sq_ref = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    sum_sq_err += d * d;
+    sum_sq_ref += static_cast<double>(ref[i]) * ref[i];
+    if (std::isnan(got[i]) || std::isnan(ref[i])) {
+      nans++;
+      bad++;
+      continue;
+    }
+    max_abs = std::max(max_abs, d);
+    double excess = d - (atol + rtol * std::fabs(ref[i]));
+    if (excess > 0) bad++;
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      worst = i;
+    }
+  }
+  double rel = sum_sq_ref > 0 ? std::sqrt(sum_sq_err / sum_sq_ref) : std::sqrt(sum_sq_err);
+  std::printf("  %-28s %s  max|d| %.3e  rel-l2 %.3e  bad %zu/%zu  NaN %zu  (worst [%zu] gpu %.7g ref %.7g)\n",
+              name, bad == 0 ? "ok  " : "FAIL", max_abs, rel, bad, n, nans, worst, got[worst], ref[worst]);
+  return bad == 0;
+}
+
+// A buffer twice the L2 size, rewritten before each timed run so that no
+// input is still in the cache (llm.c's benchmark_kernel does the same).
+inline void FlushL2() {
+  static void* buf = nullptr;
+  static size_t bytes = 0;
+  if (buf == nullptr) {
+    int dev = 0, l2 = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    bytes = static_cast<size_t>(std::max(l2, 1 << 20)) * 2;
+    CUDA_CHECK(cudaMalloc(&buf, bytes));
+  }
+  CUDA_CHECK(cudaMemsetAsync(buf, 0, bytes));
+}
+
+// Median milliseconds of `repeats` runs of fn (after `warmup` untimed
+// runs), each timed with events and preceded by an L2 flush.
+inline float Benchmark(int repeats, const std::function<void()>& fn, int warmup = 3, bool flush_l2 = true) {
+  for (int i = 0; i < warmup; i++) fn();
+  CUDA_CHECK(cudaGetLastError());
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int i = 0; i < repeats; i++) {
+    if (flush_l2) FlushL2();
+    CUDA_CHECK(cudaEventRecord(a));
+    fn();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+static __global__ void FmaLoopKernel(float* out, int iters) {
+  float a = threadIdx.x * 1e-3f, b = 1.0000001f, c = 1e-7f;
+  float x0 = a, x1 = a + 1, x2 = a + 2, x3 = a + 3, x4 = a + 4, x5 = a + 5, x6 = a + 6, x7 = a + 7;
+  for (int i = 0; i < iters; i++) {
+    x0 = fmaf(x0, b, c); x1 = fmaf(x1, b, c); x2 = fmaf(x2, b, c); x3 = fmaf(x3, b, c);
+    x4 = fmaf(x4, b, c); x5 = fmaf(x5, b, c); x6 = fmaf(x6, b, c); x7 = fmaf(x7, b, c);
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+}
+
+struct Ceilings {
+  double copy_gbps = 0;      // device-to-device copy, bytes read + written per second / 1e9
+  double fp32_tflops = 0;    // FMA loop, 2 flops per FMA
+};
+
+// Measured once per process on this device.
+inline const Ceilings& MeasuredCeilings() {
+  static Ceilings c = [] {
+    Ceilings r;
+    size_t bytes = size_t{1} << 30;
+    void *src = nullptr, *dst = nullptr;
+    CUDA_CHECK(cudaMalloc(&src, bytes));
+    CUDA_CHECK(cudaMalloc(&dst, bytes));
+    CUDA_CHECK(cudaMemset(src, 1, bytes));
+    float ms = Benchmark(10, [&] { CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); }, 2, false);
+    r.copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    CUDA_CHECK(cudaFree(src));
+    CUDA_CHECK(cudaFree(dst));
+    int sms = 0, dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    int blocks = sms * 8, threads = 256, iters = 1 << 14;
+    float* out = DeviceAlloc<float>(static_cast<size_t>(blocks) * threads);
+    ms = Benchmark(5, [&] { FmaLoopKernel<<<blocks, threads>>>(out, iters); }, 1, false);
+    r.fp32_tflops = 2.0 * 8 * iters * static_cast<double>(blocks) * threads / (ms * 1e-3) / 1e12;
+    CUDA_CHECK(cudaFree(out));
+    std::printf("ceilings: copy %.0f GB/s (read + write), fp32 FMA %.1f TFLOP/s\n", r.copy_gbps, r.fp32_tflops);
+    return r;
+  }();
+  return c;
+}
+
+// One line: name, median ms, effective GB/s (`bytes` = the fewest bytes the
+// kernel must move) and TFLOP/s, each with its fraction of the ceiling.
+inline void Report(const char* name, float ms, double bytes, double flops) {
+  const Ceilings& c = MeasuredCeilings();
+  double gbps = bytes / (ms * 1e-3) / 1e9;
+  double tflops = flops / (ms * 1e-3) / 1e12;
+  std::printf("  %-36s %9.4f ms  %7.0f GB/s (%3.0f%%)  %6.2f TFLOP/s (%3.0f%%)\n", name, ms, gbps,
+              100.0 * gbps / c.copy_gbps, tflops, 100.0 * tflops / c.fp32_tflops);
+}
+
+}  // namespace tw::dev

@@ -1,0 +1,48 @@
+# CUDA kernels (kernels/*.cu), their development versions (kernels/dev/*.cu)
+# and the GPU test suites (tests/gpu/). Included by the top-level Makefile;
+# used by `make CUDA=1` builds (BUILD is then build/cuda).
+#
+#   $(BUILD)/lib/kernels.a        every kernels/*.cu (the launchers in kernels/*.h)
+#   $(BUILD)/dev/<name>           one standalone program per kernels/dev/<name>.cu
+#                                 (CPU reference, numbered versions, timing)
+#   $(BUILD)/tests/gpu_tests      tests/gpu/*_test.cc (GoogleTest), run by make test-gpu
+#
+# Targets: sm_90a (H100/H200) and sm_80 machine code plus compute_80 PTX for
+# anything newer. ptxas warns on spills and local-memory use, and warnings
+# are errors: a kernel that spills does not build.
+
+NVCC      ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null) nvcc)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_80,code=compute_80
+NVCCFLAGS := -std=c++20 -O3 $(CUDA_ARCH) -Isrc -Ikernels -MMD -MP \
+             -Xptxas -warn-spills,-warn-lmem-usage,-Werror \
+             -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers
+# The runtime is linked statically; it loads the driver (libcuda.so) with
+# dlopen, so the C library stays dynamic (see README, "GPU build").
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -static-libstdc++ -static-libgcc
+
+KERNEL_SRCS := $(wildcard kernels/*.cu)
+KERNEL_OBJS := $(KERNEL_SRCS:%.cu=$(BUILD)/obj/%.o)
+KERNEL_LIB  := $(BUILD)/lib/kernels.a
+KERNEL_DEV_SRCS := $(wildcard kernels/dev/*.cu)
+KERNEL_DEV_BINS := $(KERNEL_DEV_SRCS:kernels/dev/%.cu=$(BUILD)/dev/%)
+GPU_TEST_SRCS := $(wildcard tests/gpu/*.cc)
+GPU_TEST_OBJS := $(GPU_TEST_SRCS:%.cc=$(BUILD)/obj/%.o)
+GPU_TEST_BIN  := $(BUILD)/tests/gpu_tests
+
+$(BUILD)/obj/kernels/%.o: kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(call quiet,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(KERNEL_LIB): $(KERNEL_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(call quiet,AR,$@)ar rcs $@ $^
+
+$(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(BUILD)/lib/common.a
+	@mkdir -p $(dir $@)
+	$(call quiet,NVCC,$<)$(NVCC) $(NVCCFLAGS) -o $@ $< $(KERNEL_LIB) $(BUILD)/lib/common.a -cudart static
+
+.PHONY: kernels-dev
+kernels-dev: $(KERNEL_DEV_BINS)

@@ -1,0 +1,97 @@
+// ModelRunner: the seam between the engine's scheduling and a model's
+// compute (DESIGN.md §2: one engine, a runner per backend).
+//
+// The engine keeps everything that is scheduling: the sequences, admission
+// with KV reservation, the block allocator and every block table, text
+// assembly, stop strings, events. A runner keeps everything that is
+// compute: the weights, the KV pool's memory (num_kv_blocks blocks of
+// block_size tokens, the block ids the engine hands out), the forward pass,
+// its threads or device, the logits and the samplers. One step crosses the
+// seam as a list of SeqViews — each sequence's block table (owned by the
+// engine), how many of its tokens are already cached, the tokens to append
+// now, and what sampling needs for the row — and comes back as one token id
+// per sequence. Logits never cross it (a GPU's batch-32 logits are 6.4 MB
+// a step).
+//
+// Sampling's randomness is counter-based (common/counter_rng.h): the row's
+// draw uses CounterUniform(seed, counter), with counter = the index of the
+// token in its completion, so a row's draw does not depend on the batch, the
+// thread or the device.
+//
+// Determinism a runner promises: a sequence's logits (hence its greedy
+// tokens, and its seeded draws) are bitwise independent of which other
+// sequences share a step (the engine's isolation tests check this for every
+// runner).
+//
+// Threads: one thread (the engine's) calls Prefill and Decode, one at a time.
+// Memory: a runner allocates everything in its factory; Prefill and Decode
+// allocate nothing. Never: reads or writes a KV block that is not in a
+// SeqView's table, or keeps a SeqView's pointers after returning.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+
+namespace tw::engine {
+
+// The model's shape as the engine needs it.
+struct ModelShape {
+  int n_ctx = 0;          // positions: prompt + generated tokens fit in this
+  int vocab_size = 0;
+  int eos_token_id = 0;   // the model's end-of-text id
+};
+
+// What the engine asks a runner to provision (its factory takes these).
+struct RunnerLimits {
+  int max_batch = 32;            // sequences in one Decode (and rows sampled)
+  int num_kv_blocks = 0;         // blocks in the KV pool
+  int block_size_tokens = 16;    // tokens per KV block
+  int max_prefill_tokens = 256;  // tokens in one Prefill pass of several sequences
+  int threads = 1;               // CPU threads (the engine thread included)
+};
+
+// How to draw a row's next token (model/sampling.h has the rules).
+struct SamplingRow {
+  float temperature = 0.0f;  // <= 0: greedy
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // >= 1: off
+  uint64_t seed = 0;         // the request's seed
+  uint64_t counter = 0;      // which draw: the token's index in the completion
+};
+
+// One sequence in a step. The pointers are valid during the call only.
+struct SeqView {
+  const int32_t* block_table = nullptr;  // (num_blocks) the sequence's KV blocks
+  int num_blocks = 0;                    // enough blocks for cached + n tokens
+  int cached = 0;                        // tokens [0, cached) are in the KV cache
+  const int32_t* tokens = nullptr;       // (n) appended at positions [cached, cached + n)
+  int n = 0;                             // >= 1
+  SamplingRow sampling;                  // draws the token after the last one
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual const char* kind() const = 0;  // "cpu", "cuda"
+  virtual ModelShape shape() const = 0;
+  // What the factory provisioned (num_kv_blocks is the admission bound).
+  virtual RunnerLimits limits() const = 0;
+
+  // Appends each sequence's tokens to its KV blocks and draws each one's
+  // next token into out[i]. Several sequences in one pass need a total of n
+  // <= limits().max_prefill_tokens; one sequence may be longer (the runner
+  // splits it). Each sequence's result is what it would be alone. On error
+  // nothing was appended (the engine may retry the sequences one by one).
+  virtual Status Prefill(const SeqView* seqs, int count, int32_t* out) = 0;
+  // One decode step: every sequence has n == 1; count <= limits().max_batch.
+  // On error nothing was appended.
+  virtual Status Decode(const SeqView* seqs, int count, int32_t* out) = 0;
+};
+
+// Blocks needed to hold `tokens` tokens.
+inline int BlocksFor(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
+
+}  // namespace tw::engine

@@ -1,0 +1,71 @@
+// CpuRunner: GPT-2 on the CPU behind the engine's model-runner seam
+// (engine/runner.h): the `cpu` backend's compute.
+//
+// It owns what the compute needs and nothing of the scheduling: the thread
+// pool, the KV pool's memory (zero-filled at start-up), the forward pass
+// over it (model/forward.h: packed weights, scratch), one Sampler per pool
+// worker and the logits of one step. A step's sequences arrive as
+// engine::SeqViews (block tables owned by the engine), go through
+// Gpt2Forward (Prefill for one sequence, chunked; PrefillBatch for several;
+// DecodeBatch), and leave as one sampled token id each: each row's uniform
+// is CounterUniform(seed, counter), rows sampled in parallel on the pool.
+//
+// Threads: one caller (the engine thread) at a time; the work spreads over
+// the pool. Memory: everything is allocated in Create (the KV pool,
+// max_batch rows of logits, scratch); Prefill/Decode allocate nothing once
+// the per-row block-table scratch has grown to the longest table.
+// Never: keeps a SeqView's pointers after returning.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "engine/runner.h"
+#include "model/forward.h"
+#include "model/gpt2.h"
+#include "model/kv_cache.h"
+#include "model/sampling.h"
+
+namespace tw::model {
+
+class CpuRunner : public engine::ModelRunner {
+ public:
+  // Builds the pool (limits.threads), the KV pool (limits.num_kv_blocks x
+  // block_size_tokens), the forward pass and the samplers. The model is
+  // shared (its weights are read in place).
+  static Status Create(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits,
+                       std::unique_ptr<CpuRunner>* out);
+
+  const char* kind() const override { return "cpu"; }
+  engine::ModelShape shape() const override;
+  engine::RunnerLimits limits() const override { return limits_; }
+  Status Prefill(const engine::SeqView* seqs, int count, int32_t* out) override;
+  Status Decode(const engine::SeqView* seqs, int count, int32_t* out) override;
+
+  size_t kv_pool_bytes() const { return kv_->bytes(); }
+  size_t packed_weight_bytes() const { return forward_->packed_weight_bytes(); }
+
+ private:
+  CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits);
+  // Copies the views' tables and lengths into states_[0..count).
+  Status Load(const engine::SeqView* seqs, int count);
+  // Draws out[i] from row i of logits_, rows spread over the pool.
+  void SampleRows(const engine::SeqView* seqs, int count, int32_t* out);
+
+  const std::shared_ptr<const Gpt2Model> model_;
+  const engine::RunnerLimits limits_;
+  std::unique_ptr<cpu::ThreadPool> pool_;
+  std::unique_ptr<KvPool> kv_;
+  std::unique_ptr<Gpt2Forward> forward_;
+  std::vector<std::unique_ptr<Sampler>> samplers_;  // one per pool worker
+  std::vector<float> logits_;                       // (max_batch, V)
+  // Per-row scratch (capacity max_batch, kept across steps).
+  std::vector<SeqState> states_;
+  std::vector<SeqState*> state_ptrs_;
+  std::vector<const int32_t*> prompts_;
+  std::vector<int> lens_;
+  std::vector<int32_t> tokens_;
+};
+
+}  // namespace tw::model

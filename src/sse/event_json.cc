@@ -1,0 +1,84 @@
+#include "sse/event_json.h"
+
+#include "json/error_json.h"
+#include "json/json.h"
+
+namespace tw::sse {
+
+namespace {
+
+void AppendInt(std::string* out, int64_t v) { *out += std::to_string(v); }
+
+// The data object's members, without the braces.
+void AppendMembers(std::string* out, const stream::Event& ev, const EventContext& ctx) {
+  switch (ev.type) {
+    case stream::EventType::kStart:
+      *out += "\"model\":";
+      json::AppendQuoted(out, ctx.model);
+      *out += ",\"prompt_tokens\":";
+      AppendInt(out, ev.prompt_tokens);
+      return;
+    case stream::EventType::kToken:
+      *out += "\"index\":";
+      AppendInt(out, ev.index);
+      *out += ",\"token\":";
+      AppendInt(out, ev.token);
+      *out += ",\"text\":";
+      json::AppendQuoted(out, ev.text);
+      if (ev.lab_pad_bytes > 0) {
+        *out += ",\"pad\":\"";
+        out->append(ev.lab_pad_bytes, '.');
+        *out += '"';
+      }
+      return;
+    case stream::EventType::kDone:
+      *out += "\"finish_reason\":\"";
+      *out += stream::FinishReasonName(ev.finish_reason);
+      *out += "\",\"usage\":{\"prompt_tokens\":";
+      AppendInt(out, ev.prompt_tokens);
+      *out += ",\"completion_tokens\":";
+      AppendInt(out, ev.completion_tokens);
+      *out += '}';
+      return;
+    case stream::EventType::kError:
+      return;  // written as an object of its own (AppendErrorObject)
+  }
+}
+
+}  // namespace
+
+void AppendEventData(std::string* out, const stream::Event& ev, const EventContext& ctx) {
+  if (ev.type == stream::EventType::kError) {
+    static const ApiError kUnknown = ApiError::Make(ErrorCode::kInternal, "generation failed");
+    json::AppendErrorObject(out, ev.error ? *ev.error : kUnknown);
+    return;
+  }
+  *out += '{';
+  if (ev.type == stream::EventType::kStart) {
+    *out += "\"stream\":";
+    json::AppendQuoted(out, ctx.stream_id);
+    *out += ',';
+  }
+  AppendMembers(out, ev, ctx);
+  *out += '}';
+}
+
+void AppendWsEventMessage(std::string* out, const stream::Event& ev, const EventContext& ctx) {
+  *out += "{\"stream\":";
+  json::AppendQuoted(out, ctx.stream_id);
+  *out += ",\"seq\":";
+  *out += std::to_string(ev.seq);
+  *out += ",\"type\":\"";
+  *out += stream::EventTypeName(ev.type);
+  *out += '"';
+  if (ev.type == stream::EventType::kError) {
+    *out += ",\"error\":";
+    AppendEventData(out, ev, ctx);
+  } else {
+    *out += ',';
+    AppendMembers(out, ev, ctx);
+  }
+  *out += '}';
+}
+
+}  // namespace tw::sse
