@@ -48,13 +48,13 @@ else
 endif
 
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -Isrc -Itests -Ibench -MMD -MP \
+CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -I. -Isrc -Itests -Ibench -MMD -MP \
             -DTW_SOURCE_DIR=\"$(CURDIR)\"
 LDFLAGS  := $(SANFLAGS) -pthread
 # The shipped CPU binaries are static; sanitizer builds cannot be, and the
 # CUDA build links the C library dynamically (kernels/kernels.mk).
 ifeq ($(CUDA),1)
-  CXXFLAGS += -DTW_CUDA=1 -Ikernels
+  CXXFLAGS += -DTW_CUDA=1
 else ifeq ($(SANFLAGS),)
   STATIC := -static
 endif
@@ -66,12 +66,21 @@ ifeq ($(CUDA),1)
 else
   NOT_THIS_BUILD := %_cuda.cc
 endif
-layer_srcs = $(filter-out $(NOT_THIS_BUILD),$(wildcard src/$(1)/*.cc))
-LAYERS   := $(sort $(patsubst src/%/,%,$(wildcard src/*/)))
+# The kernels layer is kernels/: its host C++ (*.cc: layouts, plans) in
+# every build, its CUDA (*.cu) in CUDA builds only.
+layer_dir = $(if $(filter kernels,$(1)),kernels,src/$(1))
+layer_srcs = $(filter-out $(NOT_THIS_BUILD),$(wildcard $(call layer_dir,$(1))/*.cc)) \
+             $(if $(and $(filter kernels,$(1)),$(filter 1,$(CUDA))),$(wildcard kernels/*.cu))
+layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(call layer_srcs,$(1))))
+# The layers, each before every layer it includes (docs/ARCHITECTURE.md's
+# table; tests/api/layering_test.cc checks both). The archives are linked in
+# this order with no link group, so an include cycle fails the link.
+LAYER_ORDER := api client web ws cuda kernels model engine backend http sse stream tokenizer cpu net json common
+LAYERS   := $(LAYER_ORDER)
 LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(call layer_srcs,$(l)),$(BUILD)/lib/$(l).a))
-LIBS_GROUP := -Wl,--start-group $(LAYER_LIBS) $(if $(filter 1,$(CUDA)),$(BUILD)/lib/kernels.a) -Wl,--end-group
+LIBS_GROUP := $(LAYER_LIBS)
 
-TEST_DIRS := $(sort $(filter-out support data fuzz gpu,$(notdir $(wildcard tests/*))))
+TEST_DIRS := $(sort $(filter-out support data fuzz gpu interop,$(notdir $(wildcard tests/*))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*_test.cc),$(BUILD)/tests/$(d)_tests))
 SUPPORT_SRCS := $(wildcard tests/support/*.cc)
 SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
@@ -99,7 +108,7 @@ $(BUILD)/obj/%.o: %.cc
 	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 define LAYER_RULE
-$(BUILD)/lib/$(1).a: $(patsubst %.cc,$(BUILD)/obj/%.o,$(call layer_srcs,$(1)))
+$(BUILD)/lib/$(1).a: $(call layer_objs,$(1))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	$$(call quiet,AR,$$@)ar rcs $$@ $$^
@@ -107,12 +116,11 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
 # ---- binaries ----------------------------------------------------------------
-KERNEL_DEP := $(if $(filter 1,$(CUDA)),$(BUILD)/lib/kernels.a)
 
-$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS) $(KERNEL_DEP)
+$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS)
 	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $< $(LIBS_GROUP) $(LDFLAGS)
 
-$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS) $(KERNEL_DEP)
+$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS)
 	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
 
 # ---- tests -------------------------------------------------------------------
@@ -121,7 +129,7 @@ gtest-check:
 	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
 
 define TEST_RULE
-$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) $(KERNEL_DEP) | gtest-check
+$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) | gtest-check
 	@mkdir -p $$(dir $$@)
 	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
 endef
@@ -140,12 +148,16 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 # engine on the CUDA runner. Without a GPU they skip, saying why.
 .PHONY: test-gpu
 ifeq ($(CUDA),1)
-$(GPU_TEST_BIN): $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LAYER_LIBS) $(KERNEL_LIB) | gtest-check
+$(GPU_TEST_BIN): $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LAYER_LIBS) | gtest-check
 	@mkdir -p $(dir $@)
 	$(call quiet,LD,$@)$(CXX) -o $@ $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
 
-test-gpu: $(GPU_TEST_BIN) $(BUILD)/tokenwire
+test-gpu: $(GPU_TEST_BIN) $(BUILD)/tokenwire $(BUILD)/tests/engine_tests
 	$(GPU_TEST_BIN) --gtest_brief=1
+	@if $(GPU_TEST_BIN) --gtest_list_tests >/dev/null && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "== the engine suites on the CUDA runner (TW_TEST_RUNNER=cuda)"; \
+	  TW_TEST_RUNNER=cuda $(BUILD)/tests/engine_tests --gtest_brief=1; \
+	else echo "== the engine suites on the CUDA runner: skipped (no GPU: nvidia-smi -L failed)"; fi
 else
 test-gpu:
 	$(MAKE) CUDA=1 test-gpu
@@ -156,9 +168,9 @@ endif
 # each tests/fuzz/<name>_fuzz.cc links against it.
 FUZZ_SRCS := $(wildcard tests/fuzz/*_fuzz.cc)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.cc=build/fuzz/%)
-FUZZ_LIB_SRCS := $(wildcard src/*/*.cc)
+FUZZ_LIB_SRCS := $(filter-out %_cuda.cc,$(wildcard src/*/*.cc))
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=build/fuzz/obj/%.o)
-FUZZ_CXXFLAGS := -std=c++20 -O1 -g -Isrc -Itests -pthread -MMD -MP -DTW_SOURCE_DIR=\"$(CURDIR)\" \
+FUZZ_CXXFLAGS := -std=c++20 -O1 -g -I. -Isrc -Itests -pthread -MMD -MP -DTW_SOURCE_DIR=\"$(CURDIR)\" \
                  -fsanitize=address,undefined -fno-omit-frame-pointer
 
 build/fuzz/obj/%.o: %.cc

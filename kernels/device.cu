@@ -1,15 +1,13 @@
 // kernels/device.h over the CUDA runtime.
-#include "device.h"
+#include "kernels/device.h"
 
 #include <cuda_runtime.h>
 
 #include <cstdio>
 
-#include "common.cuh"
+#include "kernels/common.cuh"
 
-namespace tw::cuda {
-
-using kernels::CudaStatus;
+namespace tw::kernels {
 
 int DeviceCount(std::string* why) {
   int n = 0;
@@ -140,4 +138,4 @@ Status ElapsedMs(const EventPair& ev, float* ms) {
                     "cudaEventElapsedTime");
 }
 
-}  // namespace tw::cuda
+}  // namespace tw::kernels

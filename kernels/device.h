@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 
-namespace tw::cuda {
+namespace tw::kernels {
 
 // Devices visible to this process; 0 (and *why filled) when there is no
 // usable device or driver (e.g. "CUDA driver version is insufficient").
@@ -92,4 +92,4 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-}  // namespace tw::cuda
+}  // namespace tw::kernels

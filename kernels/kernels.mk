@@ -2,7 +2,9 @@
 # and the GPU test suites (tests/gpu/). Included by the top-level Makefile;
 # used by `make CUDA=1` builds (BUILD is then build/cuda).
 #
-#   $(BUILD)/lib/kernels.a        every kernels/*.cu (the launchers in kernels/*.h)
+#   $(BUILD)/lib/kernels.a        the kernels layer (top-level Makefile): kernels/*.cc
+#                                 (host layouts and plans, every build) and, in CUDA
+#                                 builds, kernels/*.cu (the launchers in kernels/*.h)
 #   $(BUILD)/dev/<name>           one standalone program per kernels/dev/<name>.cu
 #                                 (CPU reference, numbered versions, timing)
 #   $(BUILD)/tests/gpu_tests      tests/gpu/*_test.cc (GoogleTest), run by make test-gpu
@@ -15,15 +17,13 @@ NVCC      ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_80,code=compute_80
-NVCCFLAGS := -std=c++20 -O3 $(CUDA_ARCH) -Isrc -Ikernels -MMD -MP \
+NVCCFLAGS := -std=c++20 -O3 $(CUDA_ARCH) -I. -Isrc -MMD -MP \
              -Xptxas -warn-spills,-warn-lmem-usage,-Werror \
              -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers
 # The runtime is linked statically; it loads the driver (libcuda.so) with
 # dlopen, so the C library stays dynamic (see README, "GPU build").
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -static-libstdc++ -static-libgcc
 
-KERNEL_SRCS := $(wildcard kernels/*.cu)
-KERNEL_OBJS := $(KERNEL_SRCS:%.cu=$(BUILD)/obj/%.o)
 KERNEL_LIB  := $(BUILD)/lib/kernels.a
 KERNEL_DEV_SRCS := $(wildcard kernels/dev/*.cu)
 KERNEL_DEV_BINS := $(KERNEL_DEV_SRCS:kernels/dev/%.cu=$(BUILD)/dev/%)
@@ -34,11 +34,6 @@ GPU_TEST_BIN  := $(BUILD)/tests/gpu_tests
 $(BUILD)/obj/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
 	$(call quiet,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c $< -o $@
-
-$(KERNEL_LIB): $(KERNEL_OBJS)
-	@mkdir -p $(dir $@)
-	@rm -f $@
-	$(call quiet,AR,$@)ar rcs $@ $^
 
 $(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(BUILD)/lib/common.a
 	@mkdir -p $(dir $@)

@@ -3,7 +3,7 @@
 //   loadgen [--server build/tokenwire] [--out bench/results] [--full] SCENARIO...
 //
 // SCENARIO: resume_storm cancel_latency abandonment concurrency idle_soak
-// backpressure, or all. Each one starts its own server process on an
+// backpressure throughput, or all. Each one starts its own server process on an
 // ephemeral loopback port, runs, and writes <out>/<scenario>.json and charts.
 // A progress line goes to stderr while it runs. Exit status: 0 when every
 // scenario ran (its targets met or not: the numbers are the result); 1 when
@@ -18,5 +18,6 @@ int main(int argc, char** argv) {
                       {"abandonment", Abandonment},
                       {"concurrency", Concurrency},
                       {"idle_soak", IdleSoak},
-                      {"backpressure", Backpressure}});
+                      {"backpressure", Backpressure},
+                      {"throughput", Throughput}});
 }

@@ -27,5 +27,8 @@ Status Abandonment(const Options& o);
 Status Concurrency(const Options& o);
 Status IdleSoak(const Options& o);
 Status Backpressure(const Options& o);
+// Token events one server core delivers and their CPU cost, beside a floor
+// (scenarios_throughput.cc; needs build/bench/floor_writer).
+Status Throughput(const Options& o);
 
 }  // namespace tw::loadgen

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +20,8 @@ namespace tw::loadgen {
 
 ServerProcess::~ServerProcess() { Stop(1000); }
 
-Status ServerProcess::Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms) {
+Status ServerProcess::Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms,
+                            int cpu) {
   char tmpl[] = "/tmp/tw_loadgen_server_XXXXXX";
   int log_fd = ::mkstemp(tmpl);
   if (log_fd < 0) return Status::FromErrno("mkstemp");
@@ -34,6 +36,12 @@ Status ServerProcess::Start(const std::string& binary, const std::vector<std::st
   pid_ = ::fork();
   if (pid_ < 0) return Status::FromErrno("fork");
   if (pid_ == 0) {
+    if (cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      ::sched_setaffinity(0, sizeof set, &set);
+    }
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
     ::execv(argv[0], argv.data());
@@ -107,6 +115,40 @@ int64_t ServerProcess::OpenFds() const {
   }
   ::closedir(d);
   return n;
+}
+
+bool ServerProcess::CpuSeconds(double* user, double* sys) const {
+  std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  // Fields after the command (which is in parentheses and may hold spaces).
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream in(line.substr(close + 2));
+  std::string field;
+  std::vector<std::string> fields;
+  while (in >> field) fields.push_back(field);
+  // state is field 3 (index 0 here); utime 14 and stime 15 (indexes 11, 12).
+  if (fields.size() < 13) return false;
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  *user = std::atof(fields[11].c_str()) / tick;
+  *sys = std::atof(fields[12].c_str()) / tick;
+  return true;
+}
+
+double ServerProcess::RunSeconds() const {
+  const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return -1;
+  double total = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(dir + "/" + e->d_name + "/schedstat");
+    unsigned long long on_cpu_ns = 0;
+    if (f >> on_cpu_ns) total += static_cast<double>(on_cpu_ns) / 1e9;
+  }
+  ::closedir(d);
+  return total;
 }
 
 Status HttpGet(uint16_t port, const std::string& target, int* status, std::string* body) {

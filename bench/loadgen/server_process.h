@@ -20,8 +20,10 @@ class ServerProcess {
  public:
   ~ServerProcess();
   // Starts `binary serve --port 0 <args>` and waits (up to `wait_ms`) for its
-  // listening line.
-  Status Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms = 10000);
+  // listening line. With cpu >= 0 the child runs on that CPU only
+  // (sched_setaffinity before exec).
+  Status Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms = 10000,
+               int cpu = -1);
   // SIGTERM, wait up to `grace_ms`, then SIGKILL. Returns the exit status
   // (-1 if it had to be killed).
   int Stop(int grace_ms = 3000);
@@ -33,6 +35,12 @@ class ServerProcess {
   int64_t StatusKb(const std::string& field) const;
   // Open file descriptors of the server (entries in /proc/PID/fd).
   int64_t OpenFds() const;
+  // User and system CPU seconds the server has used (all its threads;
+  // /proc/PID/stat, clock-tick resolution). False if unreadable.
+  bool CpuSeconds(double* user, double* sys) const;
+  // CPU seconds on the CPU of all its threads, at nanosecond resolution
+  // (the sum of /proc/PID/task/*/schedstat); -1 if unreadable.
+  double RunSeconds() const;
 
  private:
   pid_t pid_ = -1;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The six streaming scenarios of issue 3, run by our load generator
+# The streaming scenarios (resume storm, cancellation latency, abandonment,
+# 1,000-stream concurrency, idle soak, backpressure, throughput), run by our load generator
 # (build/bench/loadgen) against build/tokenwire --backend mock, each with its
 # own server process on an ephemeral loopback port.
 #
@@ -22,7 +23,7 @@ for a in "$@"; do
 done
 [ ${#ARGS[@]} -eq 0 ] && ARGS=(all)
 
-make -s -j2 build/tokenwire build/bench/loadgen
+make -s -j2 build/tokenwire build/bench/loadgen build/bench/floor_writer
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "descriptor limit: $(ulimit -n) (10,000 streams need about 10,050 in each process)" >&2
 mkdir -p bench/results

@@ -201,6 +201,7 @@ Status App::Init(bool watch_signals) {
   so.max_output_bytes = static_cast<size_t>(config_.max_output_bytes);
   so.write_low_watermark_bytes = so.max_output_bytes / 4;
   so.socket_send_buffer_bytes = static_cast<int>(config_.socket_send_buffer_bytes);
+  so.max_write_per_flush_bytes = static_cast<size_t>(config_.max_write_bytes_per_iteration);
   AddRoutes();
   server_ = std::make_unique<http::Server>(&loop_, so, &router_, &metrics_);
   if (Status s = server_->Start(); !s.ok()) return s;

@@ -10,14 +10,19 @@
 namespace tw::api {
 
 Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
-                  const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out) {
+                  const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out,
+                  std::string_view cuda_matmul) {
   if (kind == "cpu") {
     std::unique_ptr<model::CpuRunner> r;
     if (Status s = model::CpuRunner::Create(std::move(model), limits, &r); !s.ok()) return s;
     *out = std::move(r);
     return Status::Ok();
   }
-  if (kind == "cuda") return cuda::MakeCudaRunner(std::move(model), limits, out);
+  if (kind == "cuda") {
+    cuda::CudaRunnerOptions co;
+    co.tf32x3 = cuda_matmul == "3xtf32";
+    return cuda::MakeCudaRunner(std::move(model), limits, co, out);
+  }
   return Status::Error("no runner '" + std::string(kind) + "' (cpu or cuda)");
 }
 
@@ -28,6 +33,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
     backend::MockOptions mo;
     mo.ttft_ms = static_cast<int>(config.mock_ttft_ms);
     mo.tokens_per_s = config.mock_tokens_per_s;
+    mo.step_clock = config.mock_clock == "step";
     // The mock has no attention window: any prompt + max_new_tokens the
     // request bounds allow is fine.
     mo.context_length = 1 << 30;
@@ -58,7 +64,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.metrics = metrics;
   const engine::RunnerLimits limits = engine::RunnerLimitsFor(eo, c.n_ctx);
   std::unique_ptr<engine::ModelRunner> runner;
-  if (Status s = MakeRunner(config.backend, model, limits, &runner); !s.ok()) return s;
+  if (Status s = MakeRunner(config.backend, model, limits, &runner, config.cuda_matmul); !s.ok()) return s;
   info->model_name = name;
   info->model_source = config.model_dir.empty() ? "random weights (tiny shape, seed 0)" : config.model_dir;
   info->n_layer = c.n_layer;

@@ -24,9 +24,11 @@ class Tokenizer;
 
 namespace tw::api {
 
-// A runner of `kind` ("cpu" or "cuda") for `model` with `limits`.
+// A runner of `kind` ("cpu" or "cuda") for `model` with `limits`;
+// `cuda_matmul` ("fp32" or "3xtf32") picks the CUDA runner's matmul path.
 Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
-                  const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out);
+                  const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out,
+                  std::string_view cuda_matmul = "fp32");
 
 // What the factory built, for the start-up summary.
 struct BackendInfo {

@@ -65,6 +65,8 @@ const IntFlag kIntFlags[] = {
      "per-connection output buffer (user space) for streams"},
     {"--socket-send-buffer-bytes", &Config::socket_send_buffer_bytes, 0, 1 << 30,
      "SO_SNDBUF of each connection (0 = the kernel's autotuned default)"},
+    {"--max-write-bytes-per-iteration", &Config::max_write_bytes_per_iteration, 1024, 1 << 30,
+     "bytes one connection sends per event-loop iteration (the rest in the next)"},
     {"--ws-max-message-bytes", &Config::ws_max_message_bytes, 125, 1 << 30,
      "WebSocket: largest incoming message (1009 beyond)"},
     {"--ws-max-streams-per-connection", &Config::ws_max_streams_per_connection, 1, 4096,
@@ -174,6 +176,12 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
         return Status::Error("--mock-tokens-per-s: a number in (0, 1e6]");
       }
       cfg->mock_tokens_per_s = d;
+    } else if (name == "--cuda-matmul") {
+      if (v != "fp32" && v != "3xtf32") return Status::Error("--cuda-matmul: fp32 or 3xtf32, got '" + std::string(v) + "'");
+      cfg->cuda_matmul = v;
+    } else if (name == "--mock-clock") {
+      if (v != "stream" && v != "step") return Status::Error("--mock-clock: stream or step, got '" + std::string(v) + "'");
+      cfg->mock_clock = v;
     } else {
       return Status::Error("unknown flag '" + name + "' (see tokenwire serve --help)");
     }
@@ -207,6 +215,8 @@ std::string ServeHelp() {
       "                              vocab.json + merges.txt); default: random tiny GPT-2 weights\n"
       "  --backend cpu|cuda|mock     default " + d.backend + "\n"
       "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
+      "  --cuda-matmul P             cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"
+      "                              (tensor cores, fp32-level accuracy); default " + d.cuda_matmul + "\n"
       "  --host ADDR                 default " + d.host + "\n"
       "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
       "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"
@@ -218,7 +228,10 @@ std::string ServeHelp() {
       "  --instance-tag TAG          put TAG into stream ids (s_TAG_...) for routing; default none\n"
       "  --lab                       enable /lab/* endpoints (mock emission log) and the lab\n"
       "                              policies naive and unbounded; default off\n"
-      "  --mock-tokens-per-s R       mock backend rate; default 20\n";
+      "  --mock-tokens-per-s R       mock backend rate; default 20\n"
+      "  --mock-clock stream|step    mock backend: each stream on its own clock from its arrival, or\n"
+      "                              every stream's next token at one shared step (as a batching\n"
+      "                              engine produces them); default " + d.mock_clock + "\n";
   for (const IntFlag& f : kIntFlags) {
     std::string line = "  " + std::string(f.name) + " N";
     // Help text starts in column 30; a longer flag gets its own line.

@@ -19,6 +19,7 @@ struct Config {
   std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
   std::string backend = "cpu";  // --backend cpu|cuda|mock
   int threads = 0;              // --threads (0 = one per core)
+  std::string cuda_matmul = "fp32";  // --cuda-matmul fp32|3xtf32
   // Listening.
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -64,6 +65,7 @@ struct Config {
   int64_t keep_alive_idle_ms = 60000;
   int64_t max_output_bytes = 256 * 1024;  // per connection, user space
   int64_t socket_send_buffer_bytes = 0;   // SO_SNDBUF (0 = kernel default)
+  int64_t max_write_bytes_per_iteration = 64 << 10;  // one connection's send per loop iteration
   // WebSocket (GET /v1/ws; DESIGN.md §6).
   int64_t ws_max_message_bytes = 1 << 20;     // incoming message (1009 beyond)
   int64_t ws_max_streams_per_connection = 16; // streams one connection may carry
@@ -72,6 +74,7 @@ struct Config {
   // Mock backend.
   int64_t mock_ttft_ms = 200;
   double mock_tokens_per_s = 20.0;
+  std::string mock_clock = "stream";  // --mock-clock stream|step
 };
 
 // Parses argv[first..argc) into *cfg (which holds the defaults).

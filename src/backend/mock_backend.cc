@@ -34,6 +34,7 @@ struct MockBackend::Sequence {
   uint64_t ticket = 0;  // current schedule entry; 0 = not scheduled
   tokenizer::Utf8StreamDecoder utf8;
   std::unique_ptr<TextAssembler> text;
+  std::shared_ptr<EmissionLog> log;  // shared with logs_; written under mu_
 };
 
 int32_t MockBackend::TokenAt(const std::vector<int32_t>& prompt, uint64_t seed, int index) {
@@ -46,8 +47,15 @@ MockBackend::MockBackend(const MockOptions& options, const tokenizer::Tokenizer*
     : options_(options),
       tokenizer_(tokenizer),
       interval_(std::chrono::duration_cast<stream::Clock::duration>(
-          std::chrono::duration<double>(1.0 / std::max(options.tokens_per_s, 1e-3)))) {
+          std::chrono::duration<double>(1.0 / std::max(options.tokens_per_s, 1e-3)))),
+      origin_(stream::Clock::now()) {
   thread_ = std::thread([this] { Run(); });
+}
+
+stream::Clock::time_point MockBackend::OnGrid(stream::Clock::time_point t) const {
+  if (!options_.step_clock || t <= origin_) return options_.step_clock ? origin_ : t;
+  const auto steps = (t - origin_ + interval_ - stream::Clock::duration(1)) / interval_;
+  return origin_ + steps * interval_;
 }
 
 MockBackend::~MockBackend() { Shutdown(); }
@@ -73,8 +81,8 @@ bool MockBackend::Submit(std::shared_ptr<stream::Stream> stream, GenerationReque
 void MockBackend::Cancel(const std::string& stream_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = logs_.find(stream_id);
-  if (it != logs_.end() && it->second.cancel_requested == stream::Clock::time_point{}) {
-    it->second.cancel_requested = stream::Clock::now();
+  if (it != logs_.end() && it->second->cancel_requested == stream::Clock::time_point{}) {
+    it->second->cancel_requested = stream::Clock::now();
   }
   inbox_.push_back(Command{Command::Kind::kCancel, stream_id, nullptr, {}, stream::Clock::now()});
   cv_.notify_one();
@@ -111,13 +119,13 @@ bool MockBackend::GetEmissionLog(const std::string& stream_id, EmissionLog* out)
   std::lock_guard<std::mutex> lock(mu_);
   auto it = logs_.find(stream_id);
   if (it == logs_.end()) return false;
-  *out = it->second;
+  *out = *it->second;
   return true;
 }
 
-void MockBackend::Log(const std::string& id, int32_t token) {
+void MockBackend::Log(Sequence& s, int32_t token) {
   std::lock_guard<std::mutex> lock(mu_);
-  logs_[id].tokens.push_back(token);
+  s.log->tokens.push_back(token);
 }
 
 void MockBackend::Apply(Command& c) {
@@ -129,10 +137,13 @@ void MockBackend::Apply(Command& c) {
       s->stream = std::move(c.stream);
       s->request = std::move(c.request);
       s->text = std::make_unique<TextAssembler>(s->request.stop);
-      s->next_due = s->request.arrival + std::chrono::milliseconds(options_.ttft_ms);
+      s->next_due = OnGrid(s->request.arrival + std::chrono::milliseconds(options_.ttft_ms));
       {
         std::lock_guard<std::mutex> lock(mu_);
-        logs_[s->id];  // create (cancel_requested may be set before submit is applied)
+        // Created here unless a cancel arrived before this submit was applied.
+        std::shared_ptr<EmissionLog>& log = logs_[s->id];
+        if (!log) log = std::make_shared<EmissionLog>();
+        s->log = log;
         log_order_.push_back(s->id);
         while (log_order_.size() > options_.max_logged_streams) {
           logs_.erase(log_order_.front());
@@ -161,7 +172,7 @@ void MockBackend::Apply(Command& c) {
         Sequence& s = *it->second;
         s.paused = false;
         // The first token still waits out its TTFT; later ones keep the rate.
-        s.next_due = s.first_due_pending ? std::max(s.next_due, c.at) : c.at + interval_;
+        s.next_due = OnGrid(s.first_due_pending ? std::max(s.next_due, c.at) : c.at + interval_);
         s.ticket = next_ticket_++;
         schedule_.push({s.next_due, s.ticket});
         tickets_[s.ticket] = &s;
@@ -172,7 +183,7 @@ void MockBackend::Apply(Command& c) {
 
 void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
   int32_t token = TokenAt(s.request.prompt_tokens, s.request.seed, s.produced);
-  Log(s.id, token);
+  Log(s, token);
   std::string text = s.utf8.Push(tokenizer_->TokenBytes(token));
   TextAssembler::Step step = s.text->Push(text);
   int index = s.produced++;
@@ -192,7 +203,7 @@ void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
   }
   s.stream->Append(stream::Event::Token(index, token, std::move(step.text)));
   s.next_due += interval_;
-  if (s.next_due < now - 100 * interval_) s.next_due = now;  // don't burst after a stall
+  if (s.next_due < now - 100 * interval_) s.next_due = OnGrid(now);  // don't burst after a stall
   s.ticket = next_ticket_++;
   schedule_.push({s.next_due, s.ticket});
   tickets_[s.ticket] = &s;
@@ -204,12 +215,9 @@ void MockBackend::Finish(Sequence& s, stream::FinishReason reason) {
   // stream (a DELETE's 204) then also finds it in the log.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = logs_.find(s.id);
-    if (it != logs_.end()) {
-      it->second.exited = true;
-      it->second.finish_reason = stream::FinishReasonName(reason);
-      it->second.exit_time = stream::Clock::now();
-    }
+    s.log->exited = true;
+    s.log->finish_reason = stream::FinishReasonName(reason);
+    s.log->exit_time = stream::Clock::now();
     live_--;
   }
   s.stream->Finish(stream::Event::Done(reason, prompt, s.produced));

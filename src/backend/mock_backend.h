@@ -2,7 +2,14 @@
 // token and rate, so the server can be measured apart from compute.
 //
 // Token i of a stream is a pure function of (prompt tokens, seed, i), so a
-// test or the bench can recompute what any stream must contain. Every stream
+// test or the bench can recompute what any stream must contain.
+//
+// Clocks: by default each stream runs on its own clock (first token at
+// arrival + ttft, then one every 1/rate s). With step_clock every stream's
+// tokens fall on one shared grid of steps 1/rate s apart (the first on the
+// first step after arrival + ttft), so the streams due at a step are
+// produced together and announced with one wake-up, as a batching engine
+// produces a token for every running sequence per step. Every stream
 // honours max_new_tokens, stop strings, pause, resume and cancel exactly like
 // the real engine, and the mock keeps an emission log per stream: the token
 // ids it produced and the moment its producer exited (finished the stream).
@@ -41,6 +48,7 @@ struct MockOptions {
   size_t max_logged_streams = 20000;
   std::string model_name = "mock-gpt2";
   int context_length = 1024;
+  bool step_clock = false;  // every stream on one shared step grid (see above)
 };
 
 class MockBackend : public Backend {
@@ -88,18 +96,23 @@ class MockBackend : public Backend {
   void Apply(Command& c);
   void Produce(Sequence& s, stream::Clock::time_point now);
   void Finish(Sequence& s, stream::FinishReason reason);
-  void Log(const std::string& id, int32_t token);
+  void Log(Sequence& s, int32_t token);
 
   const MockOptions options_;
   const tokenizer::Tokenizer* const tokenizer_;
   const stream::Clock::duration interval_;
+  const stream::Clock::time_point origin_;  // step_clock: the grid's step 0
+  // step_clock: the first step at or after t; otherwise t.
+  stream::Clock::time_point OnGrid(stream::Clock::time_point t) const;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Protected by mu_:
   std::vector<Command> inbox_;
   bool stopping_ = false;
-  std::unordered_map<std::string, EmissionLog> logs_;
+  // A live sequence shares its log (Sequence::log), so logging a token
+  // takes the lock but no lookup; an evicted log lives on until it ends.
+  std::unordered_map<std::string, std::shared_ptr<EmissionLog>> logs_;
   std::deque<std::string> log_order_;
   size_t live_ = 0;
 

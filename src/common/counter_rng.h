@@ -15,11 +15,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TW_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TW_HOST_DEVICE inline
-#endif
+#include "common/host_device.h"
 
 namespace tw {
 

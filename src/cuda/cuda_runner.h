@@ -7,10 +7,29 @@
 // with a message naming the cause. In a CUDA build on a machine without a
 // usable GPU or driver it also refuses, naming the runtime's reason.
 //
-// Threads: start-up only.
+// What the runner holds (all allocated once, in Create):
+//   - the weights in one device allocation: per layer the layer norms and
+//     biases as they are and the four matrices packed for the matmul kernel
+//     (kernels/gemm_layout.h), then wte and wpe for the embedding, ln_f, and
+//     the tied LM head packed from wte;
+//   - the KV pool (the CPU's block layout and ids; num_kv_blocks blocks plus
+//     the padding rows' scratch blocks), zeroed;
+//   - activations for max(max_batch, max_prefill_tokens) rows, logits for
+//     max_batch rows, the matmul and attention workspaces (zeroed once);
+//   - the step buffer (src/cuda/step_plan.h) in pinned host memory and on
+//     the device: a step's inputs are packed on the host and go over in one
+//     copy; only token ids come back.
+// Decode steps replay a CUDA graph per batch-size bucket (captured on first
+// use); prefill passes launch directly (their row counts vary).
+//
+// Threads: Create on any thread; Prefill, Decode and LastLogits from one
+// thread at a time (the engine's). Never: allocates or synchronizes inside a
+// step other than the final copy of the token ids.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "engine/runner.h"
@@ -18,12 +37,25 @@
 
 namespace tw::cuda {
 
+struct CudaRunnerOptions {
+  bool tf32x3 = false;     // the matmuls on tensor cores (3xTF32) instead of fp32 FMA
+  bool use_graphs = true;  // decode steps as replayed CUDA graphs
+};
+
 // Builds the runner: uploads and repacks the weights into one device
 // allocation, allocates the KV pool (limits.num_kv_blocks blocks, zeroed),
 // the step buffers and the workspaces, and captures nothing yet (decode
 // graphs are captured per batch-size bucket on first use).
 Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engine::RunnerLimits& limits,
-                      std::unique_ptr<engine::ModelRunner>* out);
+                      const CudaRunnerOptions& options, std::unique_ptr<engine::ModelRunner>* out);
+
+// For the GPU tests: the logits (rows, vocab) of the rows the runner's last
+// step sampled, copied to the host (a runner that is not the CUDA one, or a
+// build without CUDA, answers an error).
+Status CudaLastLogits(engine::ModelRunner* runner, int rows, std::vector<float>* out);
+// A line about the runner for the start-up summary ("NVIDIA H200, ...; weights
+// 0.65 GB, KV pool 2.4 GB; matmul fp32").
+std::string CudaDescribe(const engine::ModelRunner* runner);
 
 // True in a CUDA build.
 bool BuiltWithCuda();

@@ -5,12 +5,18 @@
 namespace tw::cuda {
 
 Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model>, const engine::RunnerLimits&,
-                      std::unique_ptr<engine::ModelRunner>*) {
+                      const CudaRunnerOptions&, std::unique_ptr<engine::ModelRunner>*) {
   return Status::Error(
       "--backend cuda: this binary was built without CUDA (build it with `make CUDA=1` on a machine "
       "with the CUDA toolkit; see README, GPU build)");
 }
 
 bool BuiltWithCuda() { return false; }
+
+Status CudaLastLogits(engine::ModelRunner*, int, std::vector<float>*) {
+  return Status::Error("this build has no CUDA runner");
+}
+
+std::string CudaDescribe(const engine::ModelRunner*) { return "no CUDA in this build"; }
 
 }  // namespace tw::cuda

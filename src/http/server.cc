@@ -28,6 +28,7 @@ class HttpConnection : public net::ConnectionHandler,
   ~HttpConnection() override { CancelTimers(); }
 
   Status Start() {
+    conn_.SetCorked(true);  // a loop iteration's writes leave in one send
     Status s = conn_.Start(this);
     if (!s.ok()) return s;
     const ServerOptions& o = server_->options_;
@@ -159,6 +160,7 @@ class HttpConnection : public net::ConnectionHandler,
     l.write_low_watermark_bytes = o.write_low_watermark_bytes;
     l.read_chunk_bytes = o.read_chunk_bytes;
     l.linger_ms = o.linger_ms;
+    l.max_write_per_flush_bytes = o.max_write_per_flush_bytes;
     return l;
   }
   static ReaderLimits ReaderLimitsOf(const ServerOptions& o) {

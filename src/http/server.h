@@ -15,7 +15,9 @@
 //   - input: the RequestReader's bounds (431 header section / count, 413 body);
 //   - output: max_output_bytes for stream chunks (StreamWriter::Write is
 //     refused beyond it); complete responses from Send are always accepted
-//     (their size is whatever the handler built);
+//     (their size is whatever the handler built); everything written in one
+//     loop iteration leaves in one send at its end (net::Connection corking),
+//     at most max_write_per_flush_bytes per iteration;
 //   - deadlines (one timer per connection):
 //       request: a request (head and body) must be complete within
 //         header_timeout_ms of its first byte, else 408 request_timeout and
@@ -82,6 +84,7 @@ struct ServerOptions {
   size_t read_chunk_bytes = 64 << 10;      // bytes read per readable event
   int socket_send_buffer_bytes = 0;        // SO_SNDBUF per connection (0: kernel default, autotuned)
   int64_t linger_ms = 2000;                // closing connection: flush + drain at most this
+  size_t max_write_per_flush_bytes = 64 << 10;  // per connection per loop iteration (corked sends)
 };
 
 using PathParams = std::vector<std::pair<std::string, std::string>>;

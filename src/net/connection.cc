@@ -4,7 +4,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 namespace tw::net {
 namespace {
@@ -23,6 +25,7 @@ Connection::Connection(EventLoop* loop, int fd, const ConnectionLimits& limits,
 }
 
 Connection::~Connection() {
+  loop_->CancelFlush(this);
   if (linger_timer_ != 0) loop_->CancelTimer(linger_timer_);
   if (fail_timer_ != 0) loop_->CancelTimer(fail_timer_);
   if (!closed_) {
@@ -80,6 +83,17 @@ WriteResult Connection::DoWrite(const std::string_view* parts, size_t n, bool bo
     return WriteResult::kRefused;
   }
   size_t sent = 0;
+  if (corked_) {
+    // Corked: the bytes join the buffer and leave with the iteration's others.
+    if (out_pos_ > 0 && out_pos_ >= out_.size() / 2) {
+      out_.erase(0, out_pos_);
+      out_pos_ = 0;
+    }
+    for (size_t i = 0; i < n; ++i) out_.append(parts[i]);
+    if (buffered_bytes() > limits_.write_low_watermark_bytes) want_drained_ = true;
+    loop_->DeferFlush(this);
+    return WriteResult::kQueued;
+  }
   if (buffered_bytes() == 0) {
     // Nothing queued: try the socket first (no copy when it takes it all).
     iovec iov[kMaxParts];
@@ -103,6 +117,10 @@ WriteResult Connection::DoWrite(const std::string_view* parts, size_t n, bool bo
       r = 0;
     }
     sent = static_cast<size_t>(r);
+    if (sent > 0) {
+      sends_++;
+      largest_send_ = std::max(largest_send_, sent);
+    }
     if (bytes_out_ && sent > 0) bytes_out_->Inc(sent);
     if (sent == total) return WriteResult::kTaken;
   }
@@ -136,9 +154,21 @@ void Connection::MarkFailed() {
   });
 }
 
+void Connection::FlushDeferred() {
+  if (closed_ || failed_) return;
+  if (buffered_bytes() > 0) Flush();
+}
+
 void Connection::Flush() {
+  // Corked flushes send at most max_write_per_flush_bytes per iteration.
+  size_t budget = corked_ && limits_.max_write_per_flush_bytes > 0 ? limits_.max_write_per_flush_bytes : SIZE_MAX;
+  bool capped = false;
   while (buffered_bytes() > 0) {
-    ssize_t r = ::send(fd_, out_.data() + out_pos_, buffered_bytes(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (budget == 0) {
+      capped = true;
+      break;
+    }
+    ssize_t r = ::send(fd_, out_.data() + out_pos_, std::min(buffered_bytes(), budget), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -146,6 +176,11 @@ void Connection::Flush() {
       return;
     }
     out_pos_ += static_cast<size_t>(r);
+    budget -= std::min(budget, static_cast<size_t>(r));
+    if (r > 0) {
+      sends_++;
+      largest_send_ = std::max(largest_send_, static_cast<size_t>(r));
+    }
     if (bytes_out_) bytes_out_->Inc(static_cast<uint64_t>(r));
   }
   if (buffered_bytes() == 0) {
@@ -153,7 +188,11 @@ void Connection::Flush() {
     out_pos_ = 0;
   }
   if (closing_ && buffered_bytes() == 0) AfterFlushed();
-  UpdateInterest();
+  if (capped && !closed_) {
+    loop_->DeferFlush(this);  // the rest in the next iteration
+  } else {
+    UpdateInterest();
+  }
   if (want_drained_ && buffered_bytes() <= limits_.write_low_watermark_bytes && !closed_) {
     want_drained_ = false;
     if (handler_ && !closing_) handler_->OnDrained();
@@ -211,7 +250,17 @@ void Connection::OnEvent(int events) {
 
 void Connection::Close() {
   if (closed_) return;
+  if (corked_ && !failed_ && buffered_bytes() > 0) {
+    // What this iteration's corked writes queued would already be in the
+    // socket on an uncorked connection (a close frame written just before
+    // closing): one best-effort send, then the rest is dropped.
+    ssize_t r = ::send(fd_, out_.data() + out_pos_,
+                       std::min(buffered_bytes(), std::max<size_t>(limits_.max_write_per_flush_bytes, 1)),
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r > 0 && bytes_out_) bytes_out_->Inc(static_cast<uint64_t>(r));
+  }
   closed_ = true;
+  loop_->CancelFlush(this);
   if (linger_timer_ != 0) {
     loop_->CancelTimer(linger_timer_);
     linger_timer_ = 0;

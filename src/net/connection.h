@@ -13,6 +13,13 @@
 //   output: bytes the socket did not take at once are held in one buffer of at
 //           most `max_output_bytes` (plus one unbounded complete response, see
 //           WriteUnbounded).
+// Corking (SetCorked(true), as the HTTP server's connections are): writes
+// made during one loop iteration are appended to the output buffer and leave
+// together in one send at the iteration's end (EventLoop::DeferFlush), so
+// several events for one client cost one system call. A flush sends at most
+// `max_write_per_flush_bytes`; the rest goes in the next iteration, so one
+// fast reader with a long backlog cannot starve the loop (redis's
+// NET_MAX_WRITES_PER_EVENT).
 // Close-later: Close() unregisters and closes the fd at once and tells the
 // handler (OnClosed, exactly once), but the object is freed by its owner, who
 // must keep it alive until the current callback returns (EventLoop::
@@ -36,11 +43,12 @@ struct ConnectionLimits {
   size_t write_low_watermark_bytes = 64 << 10;  // OnDrained when buffered falls to this
   size_t read_chunk_bytes = 64 << 10;           // bytes read per readable event
   int64_t linger_ms = 2000;  // CloseAfterFlush: max time to flush and drain input
+  size_t max_write_per_flush_bytes = 64 << 10;  // corked: bytes sent per iteration at most
 };
 
 enum class WriteResult {
   kTaken,    // all bytes went to the socket now
-  kQueued,   // some or all are held in the output buffer
+  kQueued,   // some or all are held in the output buffer (always, when corked)
   kRefused,  // would exceed max_output_bytes: nothing was taken
   kClosed,   // closed or closing: nothing was taken (OnClosed has run or will
              // run in this or the next loop iteration)
@@ -60,7 +68,7 @@ class ConnectionHandler {
   virtual void OnShutdown() {}
 };
 
-class Connection {
+class Connection : public Flushable {
  public:
   // Takes ownership of fd (non-blocking). Counters may be null.
   Connection(EventLoop* loop, int fd, const ConnectionLimits& limits, Counter* bytes_in,
@@ -73,6 +81,9 @@ class Connection {
   Status Start(ConnectionHandler* handler);
   // Hands the connection to another protocol handler (WebSocket upgrade).
   void SetHandler(ConnectionHandler* handler) { handler_ = handler; }
+  // Corked: writes leave at the end of the loop iteration, together (see
+  // the file comment).
+  void SetCorked(bool on) { corked_ = on; }
 
   // Writes the concatenation of parts[0..n) atomically with respect to the
   // bound: refused as a whole if buffered + total > max_output_bytes.
@@ -90,14 +101,22 @@ class Connection {
   // sends FIN, not RST, and the client reads our last response), bounded by
   // linger_ms overall; then Close().
   void CloseAfterFlush();
-  // Closes now; buffered output is dropped. Idempotent.
+  // Closes now; buffered output is dropped (corked: after one best-effort
+  // send of what is queued, which an uncorked connection would already have
+  // sent). Idempotent.
   void Close();
 
   bool closed() const { return closed_; }
   bool closing() const { return closing_; }
   size_t buffered_bytes() const { return out_.size() - out_pos_; }
+  // send/sendmsg calls that wrote bytes, and the most one of them wrote.
+  uint64_t sends() const { return sends_; }
+  size_t largest_send_bytes() const { return largest_send_; }
   const ConnectionLimits& limits() const { return limits_; }
   int fd() const { return fd_; }
+
+  // EventLoop: the end of the iteration in which something was written.
+  void FlushDeferred() override;
 
  private:
   WriteResult DoWrite(const std::string_view* parts, size_t n, bool bounded);
@@ -124,6 +143,9 @@ class Connection {
   bool shut_wr_ = false;       // shutdown(SHUT_WR) done
   bool failed_ = false;        // a send failed; close on the next event
   bool closed_ = false;
+  bool corked_ = false;
+  uint64_t sends_ = 0;
+  size_t largest_send_ = 0;
   int interest_ = -1;
   EventLoop::TimerId linger_timer_ = 0;
   EventLoop::TimerId fail_timer_ = 0;  // closes after a failed send, outside the writer's call

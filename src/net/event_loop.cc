@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -97,6 +98,7 @@ bool EventLoop::CancelTimer(TimerId id) {
 }
 
 int EventLoop::NextTimeoutMs() const {
+  if (!flushes_.empty()) return 0;  // output queued by the last flushes
   if (timer_order_.empty()) return -1;
   int64_t wait_ns = timer_order_.begin()->first - NowNs();
   if (wait_ns <= 0) return 0;
@@ -159,10 +161,39 @@ void EventLoop::RunPosted() {
   running_posted_.clear();
 }
 
+void EventLoop::DeferFlush(Flushable* f) {
+  if (f->flush_queued_) return;
+  f->flush_queued_ = true;
+  flushes_.push_back(f);
+}
+
+void EventLoop::CancelFlush(Flushable* f) {
+  if (!f->flush_queued_) return;
+  f->flush_queued_ = false;
+  for (auto* v : {&flushes_, &running_flushes_}) {
+    auto it = std::find(v->begin(), v->end(), f);
+    if (it != v->end()) *it = nullptr;  // RunFlushes skips it
+  }
+}
+
+void EventLoop::RunFlushes() {
+  running_flushes_.clear();
+  running_flushes_.swap(flushes_);
+  for (size_t i = 0; i < running_flushes_.size(); i++) {
+    Flushable* f = running_flushes_[i];
+    if (f == nullptr) continue;
+    f->flush_queued_ = false;
+    running_flushes_[i] = nullptr;
+    f->FlushDeferred();  // may queue itself again (for the next iteration)
+  }
+  running_flushes_.clear();
+}
+
 Status EventLoop::Run() {
   loop_thread_ = std::this_thread::get_id();
   stop_ = false;
   while (!stop_) {
+    iteration_++;
     if (before_sleep_) before_sleep_();
     Status s = backend_.Wait(NextTimeoutMs(), &fired_);
     if (!s.ok()) return s;
@@ -174,6 +205,7 @@ Status EventLoop::Run() {
     }
     RunDueTimers();
     RunPosted();
+    RunFlushes();
     removed_.clear();
     release_later_.clear();
   }

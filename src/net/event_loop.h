@@ -1,7 +1,10 @@
 // EventLoop: one thread's reactor (redis ae style): file events with a
 // READ/WRITE interest mask, one-shot and repeating timers on the monotonic
-// clock, a thread-safe Post() inbox woken by an eventfd, and a before-sleep
-// hook. The epoll details live in epoll_backend.h.
+// clock, a thread-safe Post() inbox woken by an eventfd, a before-sleep
+// hook, and deferred flushes: a Flushable queued during an iteration is
+// flushed once at its end (after the file events, timers and posted
+// functions), which is how a connection corks everything written to it in
+// one iteration into one send. The epoll details live in epoll_backend.h.
 //
 // Threads: every method runs on the loop thread (the one inside Run()), or
 // before Run() starts, EXCEPT Post(), which any thread may call at any time.
@@ -31,6 +34,19 @@
 #include "net/epoll_backend.h"
 
 namespace tw::net {
+
+// Something with output to flush at the end of a loop iteration (a corked
+// connection). Queued at most once (EventLoop::DeferFlush); it must call
+// EventLoop::CancelFlush before it is destroyed while queued.
+class Flushable {
+ public:
+  virtual ~Flushable() = default;
+  virtual void FlushDeferred() = 0;
+
+ private:
+  friend class EventLoop;
+  bool flush_queued_ = false;
+};
 
 // Ignores SIGPIPE for the whole process (a write to a reset socket must be an
 // EPIPE return value, never a signal). Idempotent; EventLoop::Init calls it.
@@ -74,6 +90,13 @@ class EventLoop {
   // Called at the start of every iteration, just before epoll_wait.
   void SetBeforeSleep(std::function<void()> fn) { before_sleep_ = std::move(fn); }
 
+  // Queues f's FlushDeferred for the end of this iteration (once, however
+  // often it is called); a flush queued by a flush runs in the next
+  // iteration, which then does not wait in epoll.
+  void DeferFlush(Flushable* f);
+  // Takes f off the queue (before f is destroyed). Idempotent.
+  void CancelFlush(Flushable* f);
+
   // Keeps obj alive until the end of the current iteration (close-later: an
   // object closed inside its own callback is freed only after it returns).
   void ReleaseLater(std::shared_ptr<void> obj) { release_later_.push_back(std::move(obj)); }
@@ -84,6 +107,8 @@ class EventLoop {
   void Stop() { stop_ = true; }
 
   bool InLoopThread() const { return std::this_thread::get_id() == loop_thread_; }
+  // Iterations begun so far (a per-iteration budget resets when it moves).
+  uint64_t iteration() const { return iteration_; }
   // Monotonic milliseconds (CLOCK_MONOTONIC via steady_clock).
   static int64_t NowMs();
 
@@ -102,6 +127,7 @@ class EventLoop {
   int NextTimeoutMs() const;
   void RunDueTimers();
   void RunPosted();
+  void RunFlushes();
   void OnWakeup();
   static int64_t NowNs();
 
@@ -120,9 +146,12 @@ class EventLoop {
   std::vector<std::function<void()>> posted_;  // guarded by post_mu_
   std::vector<std::function<void()>> running_posted_;  // loop thread only
 
+  std::vector<Flushable*> flushes_;          // queued this iteration
+  std::vector<Flushable*> running_flushes_;  // RunFlushes' batch
   std::function<void()> before_sleep_;
   std::vector<std::shared_ptr<void>> release_later_;
   bool stop_ = false;
+  uint64_t iteration_ = 0;
   std::thread::id loop_thread_ = std::this_thread::get_id();
 };
 

@@ -306,9 +306,19 @@ void StreamHub::DeliverHeld() {
 
 bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
   std::vector<EventPtr>& batch = batch_;
-  const size_t max_events = std::max<size_t>(options_.write_batch_events, 1);
+  const size_t cap = std::max<size_t>(options_.write_batch_events, 1);
+  size_t max_events = cap;
   {
     Sub& sub = e.subs[index];
+    if (sub.iteration != loop_->iteration()) {
+      sub.iteration = loop_->iteration();
+      sub.handed = 0;
+    }
+    if (sub.handed >= cap) {
+      *capped = true;  // its budget for this iteration is spent
+      return true;
+    }
+    max_events = cap - sub.handed;
     bool finished = false;
     if (!e.stream->ReadFrom(sub.cursor, max_events, &batch, &finished)) {
       // The cursor fell out of the resume window (only possible if the lag
@@ -346,6 +356,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
       return false;
     }
     s.cursor = ev->seq + 1;
+    s.handed++;
     if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
       counters_.tokens_delivered++;
       e.max_token_seq_taken = ev->seq;

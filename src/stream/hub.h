@@ -41,8 +41,8 @@
 // stream.
 //
 // Fairness: a subscriber is handed at most `write_batch_events` events per
-// service; a longer backlog (a resume far behind) continues in the next loop
-// iteration, so one fast reader cannot starve the others. With
+// loop iteration; a longer backlog (a resume far behind) continues in the
+// next iteration, so one fast reader cannot starve the others. With
 // stream_interval > 1 a repeating timer (every stream_interval_bound_ms / 2)
 // delivers token events a producer has held for half the bound or more
 // (Stream::TakeHeld): no token waits longer than the bound.
@@ -196,6 +196,8 @@ class StreamHub {
     uint64_t cursor;       // next seq to offer
     uint64_t attach_head;  // head when it attached: backlog before it is not lag
     bool full = false;     // its transport had no room at the last delivery
+    uint64_t iteration = 0;  // the loop iteration of `handed`
+    size_t handed = 0;       // events handed to it in that iteration
   };
   // Live events (appended after it attached) the subscriber has not taken.
   // The policies act on it only while the transport has no room (s.full): a

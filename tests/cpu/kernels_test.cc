@@ -2,6 +2,7 @@
 // inputs (never zeros), with outputs poisoned with NaN before each run, at
 // every instruction-set level this machine supports.
 #include "cpu/kernels.h"
+#include "support/numeric.h"
 
 #include <gtest/gtest.h>
 
@@ -21,13 +22,7 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 std::vector<float> Random(size_t n, std::mt19937* gen, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) {
-    do x = d(*gen);
-    while (x == 0.0f);
-  }
-  return v;
+  return testing::RandomNonZero(n, gen, lo, hi);
 }
 
 std::vector<Isa> Levels() {

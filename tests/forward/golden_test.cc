@@ -22,6 +22,7 @@
 #include "model/kv_cache.h"
 #include "model/sampling.h"
 #include "support/chunking.h"
+#include "support/numeric.h"
 
 namespace tw::model {
 namespace {
@@ -86,16 +87,7 @@ class GoldenTest : public ::testing::Test {
 std::unique_ptr<Gpt2Model> GoldenTest::model_;
 std::vector<GoldenCase>* GoldenTest::cases_ = nullptr;
 
-// The k largest logits, ties toward the lower id.
-std::vector<int32_t> TopK(const float* logits, int V, int k) {
-  std::vector<int32_t> ids(V);
-  for (int i = 0; i < V; ++i) ids[i] = i;
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
-  ids.resize(k);
-  return ids;
-}
+std::vector<int32_t> TopK(const float* logits, int V, int k) { return testing::TopIds(logits, V, k); }
 
 // Checks one greedy step's logits against the reference top-5.
 void ExpectStep(const float* logits, int V, const std::vector<std::pair<int32_t, double>>& ref,

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "common/counter_rng.h"
-#include "device.h"
+#include "kernels/device.h"
 
 #define TW_REQUIRE_GPU()                                              \
   do {                                                                \
     std::string tw_why_;                                              \
-    if (::tw::cuda::DeviceCount(&tw_why_) == 0) {                     \
+    if (::tw::kernels::DeviceCount(&tw_why_) == 0) {                     \
       GTEST_SKIP() << "no usable GPU: " << tw_why_;                   \
     }                                                                 \
   } while (0)
@@ -41,29 +41,29 @@ class DeviceVector {
   explicit DeviceVector(const std::vector<T>& host) : n_(host.size()) {
     Status s = buf_.Allocate(n_ * sizeof(T));
     EXPECT_TRUE(s.ok()) << s.message();
-    if (s.ok() && n_ > 0) s = cuda::CopyToDevice(buf_.get(), host.data(), n_ * sizeof(T));
+    if (s.ok() && n_ > 0) s = kernels::CopyToDevice(buf_.get(), host.data(), n_ * sizeof(T));
     EXPECT_TRUE(s.ok()) << s.message();
   }
   explicit DeviceVector(size_t n) : n_(n) {
     Status s = buf_.Allocate(n_ * sizeof(T));
     EXPECT_TRUE(s.ok()) << s.message();
-    if (s.ok() && n_ > 0) s = cuda::Memset(buf_.get(), 0xFF, n_ * sizeof(T));
+    if (s.ok() && n_ > 0) s = kernels::Memset(buf_.get(), 0xFF, n_ * sizeof(T));
     EXPECT_TRUE(s.ok()) << s.message();
   }
   T* get() const { return buf_.as<T>(); }
   size_t size() const { return n_; }
   std::vector<T> ToHost() const {
     std::vector<T> out(n_);
-    Status s = cuda::DeviceSync();
-    if (s.ok() && n_ > 0) s = cuda::CopyToHost(out.data(), buf_.get(), n_ * sizeof(T));
-    if (s.ok()) s = cuda::DeviceSync();
+    Status s = kernels::DeviceSync();
+    if (s.ok() && n_ > 0) s = kernels::CopyToHost(out.data(), buf_.get(), n_ * sizeof(T));
+    if (s.ok()) s = kernels::DeviceSync();
     EXPECT_TRUE(s.ok()) << s.message();
     return out;
   }
 
  private:
   size_t n_;
-  cuda::DeviceBuffer buf_;
+  kernels::DeviceBuffer buf_;
 };
 
 // Every element: |got - want| <= atol + rtol * |want|, no NaN. Reports the

@@ -61,6 +61,63 @@ class ConnectionTest : public ::testing::Test {
   int sv_[2] = {-1, -1};
 };
 
+// Corked: what one loop iteration writes leaves in one send at its end.
+TEST_F(ConnectionTest, CorkedWritesOfOneIterationLeaveInOneSend) {
+  ConnectionLimits lim;
+  Recorder h;
+  Connection c(&loop_, sv_[0], lim, nullptr, nullptr);
+  c.SetCorked(true);
+  ASSERT_TRUE(c.Start(&h).ok());
+  loop_.AddTimer(0, [&] {
+    EXPECT_EQ(c.Write("one "), WriteResult::kQueued);
+    EXPECT_EQ(c.Write("two "), WriteResult::kQueued);
+    std::string_view parts[2] = {"thr", "ee"};
+    EXPECT_EQ(c.Write(parts, 2), WriteResult::kQueued);
+    EXPECT_EQ(c.sends(), 0u) << "nothing is sent inside the iteration";
+  });
+  std::string got;
+  ASSERT_TRUE(Spin([&] {
+    got += DrainPeer(sv_[1]);
+    return got.size() == 13;
+  }));
+  EXPECT_EQ(got, "one two three");
+  EXPECT_EQ(c.sends(), 1u);
+  // The next iteration's writes: one more send.
+  loop_.AddTimer(0, [&] {
+    c.Write("four ");
+    c.Write("five");
+  });
+  ASSERT_TRUE(Spin([&] {
+    got += DrainPeer(sv_[1]);
+    return got.size() == 22;
+  }));
+  EXPECT_EQ(got, "one two threefour five");
+  EXPECT_EQ(c.sends(), 2u);
+}
+
+// A corked connection sends at most max_write_per_flush_bytes per iteration;
+// the rest follows in later iterations, in order.
+TEST_F(ConnectionTest, CorkedFlushSendsAtMostItsCapPerIteration) {
+  ConnectionLimits lim;
+  lim.max_write_per_flush_bytes = 1000;
+  lim.max_output_bytes = 1 << 20;
+  Recorder h;
+  Connection c(&loop_, sv_[0], lim, nullptr, nullptr);
+  c.SetCorked(true);
+  ASSERT_TRUE(c.Start(&h).ok());
+  std::string big;
+  for (int i = 0; i < 10000; i++) big += static_cast<char>('a' + i % 26);
+  loop_.AddTimer(0, [&] { EXPECT_EQ(c.Write(big), WriteResult::kQueued); });
+  std::string got;
+  ASSERT_TRUE(Spin([&] {
+    got += DrainPeer(sv_[1]);
+    return got.size() == big.size();
+  }));
+  EXPECT_EQ(got, big);
+  EXPECT_LE(c.largest_send_bytes(), 1000u);
+  EXPECT_GE(c.sends(), 10u);
+}
+
 TEST_F(ConnectionTest, WritesAreTakenQueuedRefusedAndDrainedInOrder) {
   ConnectionLimits lim;
   lim.max_output_bytes = 64 << 10;

@@ -335,6 +335,9 @@ TEST(ServerTest, SlowReaderSeesQueuedThenRefusedThenWritable) {
   http::ServerOptions o;
   o.max_output_bytes = 256 << 10;
   o.write_low_watermark_bytes = 64 << 10;
+  // A small kernel send buffer: the corked flushes after the refusal cannot
+  // drain the output below the watermark until the client reads.
+  o.socket_send_buffer_bytes = 4096;
   ServerFixture f(o);
   StreamState st;
   AddStreamRoute(f.router(), &st);
@@ -397,7 +400,9 @@ TEST(ServerTest, SlowReaderSeesQueuedThenRefusedThenWritable) {
   ASSERT_TRUE(c.SendAll(Get("/stream")));
   ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
   f.RunOnLoop([&] {
-    EXPECT_EQ(st.writer->Write("tail"), StreamWriter::WriteResult::kTaken);
+    // The server's connections are corked: accepted means queued for the
+    // iteration's one send.
+    EXPECT_EQ(st.writer->Write("tail"), StreamWriter::WriteResult::kQueued);
     st.writer->Finish();
   });
   ASSERT_TRUE(c.ReadResponse(&r));
@@ -414,7 +419,7 @@ TEST(ServerTest, OnCloseFiresWhenTheStreamingClientLeaves) {
     ASSERT_TRUE(c.Connect(f.port()));
     ASSERT_TRUE(c.SendAll(Get("/stream")));
     ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
-    f.RunOnLoop([&] { EXPECT_EQ(st.writer->Write("data: 1\n\n"), StreamWriter::WriteResult::kTaken); });
+    f.RunOnLoop([&] { EXPECT_EQ(st.writer->Write("data: 1\n\n"), StreamWriter::WriteResult::kQueued); });
     ClientResponse r;
     // Head and first chunk arrive (the response is not complete yet).
     ASSERT_TRUE(ServerFixture::WaitFor([&] {
@@ -549,8 +554,8 @@ TEST(ServerTest, Http10ClientsGetKeepAliveOnlyWhenAskedAndStreamsUntilClose) {
   ASSERT_TRUE(c.SendAll("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
   ASSERT_TRUE(ServerFixture::WaitFor([&] { return st.started.load(); }));
   f.RunOnLoop([&] {
-    EXPECT_EQ(st.writer->Write("one,"), StreamWriter::WriteResult::kTaken);
-    EXPECT_EQ(st.writer->Write("two"), StreamWriter::WriteResult::kTaken);
+    EXPECT_EQ(st.writer->Write("one,"), StreamWriter::WriteResult::kQueued);
+    EXPECT_EQ(st.writer->Write("two"), StreamWriter::WriteResult::kQueued);
     st.writer->Finish();
   });
   ASSERT_TRUE(c.ReadResponse(&r));

@@ -148,6 +148,55 @@ bool Contiguous(const std::vector<uint64_t>& v, uint64_t first, uint64_t last) {
   return true;
 }
 
+// Fairness: a subscriber resuming far behind is handed at most
+// write_batch_events per loop iteration; the rest follows in the next ones,
+// complete and in order, and a live subscriber of another stream is served
+// in between.
+TEST(Hub, ALongBacklogIsHandedOutAtMostABatchPerIteration) {
+  HubOptions o;
+  o.write_batch_events = 16;
+  HubFixture f(o);
+  // Loop iterations, counted before each sleep (loop thread only).
+  auto iteration = std::make_shared<uint64_t>(0);
+  f.lt.Call([&] {
+    f.lt.loop()->SetBeforeSleep([iteration] { ++*iteration; });
+    return 0;
+  });
+  struct CountingSub : FakeSub {
+    std::shared_ptr<uint64_t> iteration;
+    std::map<uint64_t, int> per_iteration;  // loop thread only
+    DeliverResult Deliver(const Event& ev) override {
+      DeliverResult r = FakeSub::Deliver(ev);
+      if (r == DeliverResult::kTaken) per_iteration[*iteration]++;
+      return r;
+    }
+  };
+  CountingSub late, live;
+  late.iteration = live.iteration = iteration;
+  auto s = f.Start(Policy::kDropSlow, nullptr);
+  for (int i = 0; i < 200; i++) s->Append(Event::Token(i, 0, ""));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 200));
+  auto other = f.Start(Policy::kDropSlow, &live);
+  f.lt.Call([&] {
+    uint64_t oldest;
+    EXPECT_EQ(f.hub->Attach(s, &late, 0, &oldest), Stream::AttachResult::kOk);
+    return 0;
+  });
+  other->Append(Event::Token(0, 0, ""));  // a live event while the backlog drains
+  ASSERT_TRUE(WaitFor([&] { return late.Completed(); }));
+  ASSERT_TRUE(WaitFor([&] { return live.Seqs().size() == 2; }));
+  EXPECT_TRUE(Contiguous(late.Seqs(), 1, 202));
+  std::map<uint64_t, int> per = f.lt.Call([&] { return late.per_iteration; });
+  int most = 0;
+  for (const auto& [it, n] : per) most = std::max(most, n);
+  EXPECT_LE(most, 16) << "one iteration handed out more than write_batch_events";
+  EXPECT_GE(per.size(), 202u / 16) << "the backlog took at least 13 iterations";
+  f.lt.Call([&] {
+    f.lt.loop()->SetBeforeSleep(nullptr);
+    return 0;
+  });
+}
+
 TEST(Hub, LiveDeliveryCompletesOnTerminalEvent) {
   HubFixture f;
   FakeSub sub;

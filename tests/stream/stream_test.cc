@@ -120,5 +120,69 @@ TEST(Notifier, CoalescesWakeupsAndNeverLosesOne) {
   EXPECT_EQ(drained_events.load(), 5000);
 }
 
+// --stream-interval N: after the first token (TTFT is never delayed), a
+// stream announces every N-th token; start and terminal events at once; a
+// hold older than the bound is taken by the hub's timer (TakeHeld).
+TEST(StreamInterval, AnnouncesTheFirstTokenThenEveryNthAndTerminalsAtOnce) {
+  std::shared_ptr<Stream> s;
+  std::vector<std::function<void()>> pending;
+  Notifier n([&](std::function<void()> fn) { pending.push_back(std::move(fn)); },
+             [&](std::vector<std::shared_ptr<Stream>>&) {});
+  StreamLimits limits;
+  limits.stream_interval = 4;
+  s = std::make_shared<Stream>("s_iv", limits, &n);
+  auto drain = [&] {
+    int posted = static_cast<int>(pending.size());
+    for (auto& f : pending) f();  // clears the dirty flag, as the loop would
+    pending.clear();
+    return posted;
+  };
+  s->Append(Event::Start(1));
+  EXPECT_EQ(drain(), 1) << "start: announced at once";
+  s->Append(Event::Token(0, 1, "a"));
+  EXPECT_EQ(drain(), 1) << "the first token: at once";
+  for (int i = 1; i <= 3; i++) {
+    s->Append(Event::Token(i, 1, "b"));
+    EXPECT_EQ(drain(), 0) << "token " << i << " is held";
+  }
+  s->Append(Event::Token(4, 1, "c"));
+  EXPECT_EQ(drain(), 1) << "the fourth held token completes the group";
+  s->Append(Event::Token(5, 1, "d"));
+  EXPECT_EQ(drain(), 0);
+  // The hub's timer: not yet old enough, then old enough.
+  const Clock::time_point now = Clock::now();
+  EXPECT_FALSE(s->TakeHeld(now, std::chrono::hours(1)));
+  EXPECT_TRUE(s->TakeHeld(now + std::chrono::milliseconds(10), std::chrono::milliseconds(5)));
+  EXPECT_FALSE(s->TakeHeld(now + std::chrono::milliseconds(10), std::chrono::milliseconds(5)))
+      << "taken once";
+  // After a take, the next token starts a new group of four.
+  for (int i = 6; i <= 8; i++) {
+    s->Append(Event::Token(i, 1, "e"));
+    EXPECT_EQ(drain(), 0);
+  }
+  s->Append(Event::Token(9, 1, "f"));
+  EXPECT_EQ(drain(), 1);
+  s->Append(Event::Token(10, 1, "g"));
+  s->Finish(Event::Done(FinishReason::kLength, 1, 11));
+  EXPECT_EQ(drain(), 1) << "the terminal event announces what is held";
+  EXPECT_EQ(s->head_seq(), 13u) << "every event has its own id";
+}
+
+TEST(StreamInterval, OneAnnouncesEveryToken) {
+  int posts = 0;
+  std::vector<std::function<void()>> pending;
+  Notifier n([&](std::function<void()> fn) { pending.push_back(std::move(fn)); },
+             [&](std::vector<std::shared_ptr<Stream>>&) {});
+  auto s = std::make_shared<Stream>("s_one", StreamLimits{}, &n);
+  for (int i = 0; i < 10; i++) {
+    s->Append(Event::Token(i, 1, "x"));
+    posts += static_cast<int>(pending.size());
+    for (auto& f : pending) f();
+    pending.clear();
+  }
+  EXPECT_EQ(posts, 10);
+  EXPECT_FALSE(s->TakeHeld(Clock::now() + std::chrono::hours(1), std::chrono::milliseconds(1)));
+}
+
 }  // namespace
 }  // namespace tw::stream

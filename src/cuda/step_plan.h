@@ -1,0 +1,92 @@
+// The CUDA runner's host logic, in ordinary C++ (tested in `make test`, no
+// GPU needed): which decode graph a batch uses, and how one step's inputs
+// are packed into the one host buffer that is copied to the device per step.
+//
+// Decode graphs are captured per batch-size bucket (vLLM's pattern): a batch
+// of B sequences runs the graph of the smallest bucket >= B, the rows beyond
+// B padded. A padding row reads and writes only the runner's scratch blocks
+// (the pool's last pad_blocks blocks, never handed to the engine): padding
+// row j holds token 0 at position j (mod the scratch capacity), so no two
+// rows write one slot; it attends j + 1 scratch keys and is greedy. Padding
+// changes no real row: every kernel computes a row from that row alone (the
+// kernels' batch-invariance).
+//
+// The step buffer (StepLayout) holds, at fixed offsets, for up to `rows`
+// rows: token ids, positions, table rows (prefill: which sequence each row
+// belongs to), lengths (decode: positions + 1), the block tables (one row of
+// `table_stride` ids per sequence), and the sampling parameters of each
+// sequence (kernels::SampleParams). The same layout is mirrored on the
+// device, so a step is one host-to-device copy.
+//
+// Everything here checks what it packs (ids in range, tables long enough,
+// positions inside the context) and refuses with a Status naming the
+// sequence and the value: a bad step never reaches a kernel.
+//
+// Threads: pure functions and plain structs. Memory: the caller's buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/runner.h"
+#include "kernels/sampling.h"
+
+namespace tw::cuda {
+
+// The decode buckets for max_batch: 1, 2, 4, 8, 16, 24, 32, then every 16
+// up to max_batch, which is always the last bucket.
+std::vector<int> DecodeBuckets(int max_batch);
+// The smallest bucket >= batch (batch in 1..max_batch).
+int BucketFor(const std::vector<int>& buckets, int batch);
+
+struct StepLayout {
+  int rows = 0;          // rows the buffer holds (max of decode batch and prefill rows)
+  int table_stride = 0;  // block ids per table row: enough for n_ctx positions
+  // Byte offsets in the buffer; each part 256-byte aligned.
+  size_t tokens = 0;     // int32 (rows)
+  size_t positions = 0;  // int32 (rows)
+  size_t row_table = 0;  // int32 (rows): prefill, the sequence of each row
+  size_t lens = 0;       // int32 (rows): decode, keys each row attends
+  size_t tables = 0;     // int32 (rows, table_stride)
+  size_t params = 0;     // kernels::SampleParams (rows)
+  size_t bytes = 0;      // the whole buffer
+};
+
+// rows = max(max_batch, max_prefill_tokens); the table stride covers n_ctx
+// positions of block_size tokens.
+StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size);
+
+// What the packer checks against.
+struct ModelBounds {
+  int n_ctx = 0;
+  int vocab_size = 0;
+  int block_size = 0;
+  int num_blocks = 0;  // the engine's blocks [0, num_blocks)
+  int pad_blocks = 1;  // scratch blocks [num_blocks, num_blocks + pad_blocks)
+};
+
+// Scratch blocks for the padding rows of a max_batch bucket (one slot per
+// row, up to the context).
+int PadBlocks(int max_batch, int n_ctx, int block_size);
+
+// A decode step: rows [0, count) are the sequences (each n == 1: token at
+// position cached, attending cached + 1 keys), rows [count, bucket) padding
+// (the scratch block). Fills `buf` (layout.bytes) at the layout's offsets.
+Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const StepLayout& layout,
+                  const ModelBounds& bounds, void* buf);
+
+// One prefill pass of `count` sequences, rows in order: sequence i's tokens
+// [first_token[i], first_token[i] + take[i]) at positions cached + those
+// indexes, table row i, row_table = i. take[i] >= 1 and the total <=
+// layout.rows. Fills `buf` and *rows_out (the rows packed) and last_row[i]
+// (the row holding sequence i's last packed token).
+Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
+                   const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out,
+                   int* last_row);
+
+// The sampling parameters of one row (greedy for padding).
+kernels::SampleParams ToSampleParams(const engine::SamplingRow& s);
+
+}  // namespace tw::cuda

@@ -1,0 +1,185 @@
+// The CUDA runner's host logic (src/cuda/step_plan.h), without a GPU: decode
+// buckets, the step buffer's layout, and packing decode and prefill steps
+// (padding rows on the scratch block; every bad input refused by name).
+#include "cuda/step_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <vector>
+
+namespace tw::cuda {
+namespace {
+
+const int32_t* I32(const std::vector<char>& buf, size_t off) {
+  return reinterpret_cast<const int32_t*>(buf.data() + off);
+}
+
+TEST(StepPlan, BucketsCoverEveryBatchAndEndAtMaxBatch) {
+  EXPECT_EQ(DecodeBuckets(32), (std::vector<int>{1, 2, 4, 8, 16, 24, 32}));
+  EXPECT_EQ(DecodeBuckets(1), (std::vector<int>{1}));
+  EXPECT_EQ(DecodeBuckets(20), (std::vector<int>{1, 2, 4, 8, 16, 20}));
+  EXPECT_EQ(DecodeBuckets(100), (std::vector<int>{1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 100}));
+  for (int max_batch : {1, 3, 20, 32, 100, 256}) {
+    std::vector<int> b = DecodeBuckets(max_batch);
+    EXPECT_EQ(b.back(), max_batch);
+    for (int batch = 1; batch <= max_batch; batch++) {
+      int k = BucketFor(b, batch);
+      EXPECT_GE(k, batch);
+      EXPECT_LE(k, max_batch);
+      // The smallest that fits.
+      for (int v : b) {
+        if (v >= batch) {
+          EXPECT_EQ(k, v);
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST(StepPlan, LayoutHoldsEveryPartAlignedAndApart) {
+  StepLayout l = MakeStepLayout(32, 256, 1024, 16);
+  EXPECT_EQ(l.rows, 256);
+  EXPECT_EQ(l.table_stride, 64);
+  size_t parts[] = {l.tokens, l.positions, l.row_table, l.lens, l.tables, l.params};
+  for (size_t i = 0; i < 6; i++) {
+    EXPECT_EQ(parts[i] % 256, 0u);
+    if (i > 0) {
+      EXPECT_GT(parts[i], parts[i - 1]);
+    }
+  }
+  EXPECT_GE(l.params - l.tables, 256u * 64 * 4);
+  EXPECT_GE(l.bytes - l.params, 256u * sizeof(kernels::SampleParams));
+  EXPECT_EQ(MakeStepLayout(4, 2, 128, 1).table_stride, 128);
+}
+
+struct Seq {
+  std::vector<int32_t> table;
+  std::vector<int32_t> tokens;
+  engine::SeqView View(int cached) const {
+    engine::SeqView v;
+    v.block_table = table.data();
+    v.num_blocks = static_cast<int>(table.size());
+    v.cached = cached;
+    v.tokens = tokens.data();
+    v.n = static_cast<int>(tokens.size());
+    v.sampling.temperature = 0.7f;
+    v.sampling.top_k = 40;
+    v.sampling.top_p = 0.9f;
+    v.sampling.seed = 11;
+    v.sampling.counter = static_cast<uint64_t>(cached);
+    return v;
+  }
+};
+
+TEST(StepPlan, DecodePacksRowsThenPaddingOnTheScratchBlock) {
+  const ModelBounds bounds{128, 50257, 16, 40, PadBlocks(8, 128, 16)};
+  EXPECT_EQ(bounds.pad_blocks, 1);
+  StepLayout l = MakeStepLayout(8, 64, 128, 16);
+  std::vector<char> buf(l.bytes, 0x5a);
+  Seq a{{7, 3}, {15496}}, b{{9}, {995}};
+  engine::SeqView v[2] = {a.View(20), b.View(0)};
+  ASSERT_TRUE(PackDecode(v, 2, 4, l, bounds, buf.data()).ok());
+  EXPECT_EQ(I32(buf, l.tokens)[0], 15496);
+  EXPECT_EQ(I32(buf, l.positions)[0], 20);
+  EXPECT_EQ(I32(buf, l.lens)[0], 21);
+  EXPECT_EQ(I32(buf, l.tables)[0], 7);
+  EXPECT_EQ(I32(buf, l.tables)[1], 3);
+  EXPECT_EQ(I32(buf, l.tables)[2], 40) << "beyond a table: the scratch block";
+  EXPECT_EQ(I32(buf, l.tokens)[1], 995);
+  EXPECT_EQ(I32(buf, l.lens)[1], 1);
+  EXPECT_EQ(I32(buf, l.tables)[l.table_stride], 9);
+  const auto* p = reinterpret_cast<const kernels::SampleParams*>(buf.data() + l.params);
+  EXPECT_FLOAT_EQ(p[0].temperature, 0.7f);
+  EXPECT_EQ(p[0].top_k, 40);
+  EXPECT_EQ(p[0].seed, 11u);
+  EXPECT_EQ(p[0].counter, 20u);
+  for (int r = 2; r < 4; r++) {
+    EXPECT_EQ(I32(buf, l.tokens)[r], 0);
+    EXPECT_EQ(I32(buf, l.positions)[r], r - 2) << "each padding row its own scratch slot";
+    EXPECT_EQ(I32(buf, l.lens)[r], r - 1);
+    for (int k = 0; k < l.table_stride; k++) EXPECT_EQ(I32(buf, l.tables)[r * l.table_stride + k], 40);
+    EXPECT_LE(p[r].temperature, 0.0f) << "padding is greedy";
+  }
+  // Padding rows over several scratch blocks: each slot once.
+  const ModelBounds wide{128, 50257, 4, 40, PadBlocks(32, 128, 4)};
+  EXPECT_EQ(wide.pad_blocks, 8);
+  StepLayout l32 = MakeStepLayout(32, 64, 128, 4);
+  std::vector<char> b32(l32.bytes, 0);
+  ASSERT_TRUE(PackDecode(&v[1], 1, 32, l32, wide, b32.data()).ok());  // b: one block, position 0
+  std::set<std::pair<int, int>> slots;  // (block, slot) written by padding rows
+  for (int r = 1; r < 32; r++) {
+    const int pos = I32(b32, l32.positions)[r];
+    const int block = I32(b32, l32.tables)[r * l32.table_stride + pos / 4];
+    EXPECT_GE(block, 40);
+    EXPECT_LT(block, 48);
+    EXPECT_TRUE(slots.insert({block, pos % 4}).second) << "two padding rows write one slot";
+  }
+}
+
+TEST(StepPlan, DecodeRefusesWhatAKernelMustNeverSee) {
+  const ModelBounds bounds{128, 50257, 16, 40, 1};
+  StepLayout l = MakeStepLayout(8, 64, 128, 16);
+  std::vector<char> buf(l.bytes);
+  Seq ok{{1, 2}, {5}};
+  auto refused = [&](engine::SeqView v, const char* what) {
+    Status s = PackDecode(&v, 1, 1, l, bounds, buf.data());
+    EXPECT_FALSE(s.ok()) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+  };
+  engine::SeqView v = ok.View(16);  // position 16 needs a second block: fine
+  EXPECT_TRUE(PackDecode(&v, 1, 1, l, bounds, buf.data()).ok());
+  v = ok.View(32);
+  refused(v, "block table length");  // position 32 needs three blocks
+  v = ok.View(127);
+  refused(v, "block table length");
+  v = ok.View(128);
+  refused(v, "position");
+  Seq bad_id{{1, 40}, {5}};
+  refused(bad_id.View(17), "block id");
+  Seq bad_token{{1}, {50257}};
+  refused(bad_token.View(0), "token");
+  v = ok.View(0);
+  EXPECT_FALSE(PackDecode(&v, 2, 1, l, bounds, buf.data()).ok()) << "more sequences than the bucket";
+}
+
+TEST(StepPlan, PrefillPacksEachSequencesRowsTogether) {
+  const ModelBounds bounds{128, 50257, 4, 100, 1};
+  StepLayout l = MakeStepLayout(4, 16, 128, 4);
+  std::vector<char> buf(l.bytes, 0);
+  Seq a{{5, 6}, {10, 11, 12, 13, 14, 15}}, b{{8}, {20, 21}};
+  engine::SeqView v[2] = {a.View(0), b.View(0)};
+  // The whole of b; a's tokens 2..5 (a later chunk of a long prompt would
+  // come with cached advanced instead; here the slice is what is packed).
+  int first[2] = {2, 0}, take[2] = {4, 2}, rows = 0, last[2] = {-1, -1};
+  ASSERT_TRUE(PackPrefill(v, 2, first, take, l, bounds, buf.data(), &rows, last).ok());
+  EXPECT_EQ(rows, 6);
+  EXPECT_EQ(last[0], 3);
+  EXPECT_EQ(last[1], 5);
+  const int32_t want_tokens[] = {12, 13, 14, 15, 20, 21}, want_pos[] = {2, 3, 4, 5, 0, 1},
+                want_row[] = {0, 0, 0, 0, 1, 1};
+  for (int r = 0; r < 6; r++) {
+    EXPECT_EQ(I32(buf, l.tokens)[r], want_tokens[r]);
+    EXPECT_EQ(I32(buf, l.positions)[r], want_pos[r]);
+    EXPECT_EQ(I32(buf, l.row_table)[r], want_row[r]);
+  }
+  EXPECT_EQ(I32(buf, l.tables)[0], 5);
+  EXPECT_EQ(I32(buf, l.tables)[1], 6);
+  EXPECT_EQ(I32(buf, l.tables)[l.table_stride], 8);
+  // A pass wider than the buffer, and a table too short, are refused.
+  Seq wide{{1, 2, 3, 4, 5}, std::vector<int32_t>(17, 7)};
+  engine::SeqView w = wide.View(0);
+  int f = 0, t = 17;
+  EXPECT_FALSE(PackPrefill(&w, 1, &f, &t, l, bounds, buf.data(), &rows, last).ok());
+  Seq short_table{{1}, {1, 2, 3, 4, 5}};
+  engine::SeqView s = short_table.View(0);
+  t = 5;
+  Status st = PackPrefill(&s, 1, &f, &t, l, bounds, buf.data(), &rows, last);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("block table length"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace tw::cuda

@@ -1,0 +1,140 @@
+// The engine against the model-runner seam alone (engine/runner.h): a fake
+// runner that checks every step's SeqViews against the contract and answers
+// with tokens it can recompute. The engine must run to completion on it,
+// feed back each sequence's last token, advance `cached` by what it
+// appended, number each draw by its token index, hand a step disjoint block
+// tables that cover what is appended, and release every block.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "engine/engine.h"
+#include "engine/engine_test_util.h"
+
+namespace tw::testing {
+namespace {
+
+class FakeRunner : public engine::ModelRunner {
+ public:
+  explicit FakeRunner(engine::RunnerLimits limits) : limits_(limits) {}
+
+  const char* kind() const override { return "fake"; }
+  engine::ModelShape shape() const override { return {128, 50257, 50256}; }
+  engine::RunnerLimits limits() const override { return limits_; }
+
+  // The token a sequence (keyed by its seed) draws at index `counter`.
+  static int32_t TokenFor(uint64_t seed, uint64_t counter) {
+    return static_cast<int32_t>(1 + (seed * 7919 + counter * 104729) % 50000);
+  }
+
+  Status Prefill(const engine::SeqView* seqs, int count, int32_t* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Check(seqs, count);
+    for (int i = 0; i < count; i++) {
+      const engine::SeqView& v = seqs[i];
+      EXPECT_EQ(v.cached, 0) << "a prompt is prefilled from position 0";
+      EXPECT_EQ(v.sampling.counter, 0u) << "the first draw is draw 0";
+      State& st = state_[v.sampling.seed];
+      st.prompt = v.n;
+      st.last = out[i] = TokenFor(v.sampling.seed, 0);
+      prefilled_tokens_ += v.n;
+    }
+    prefills_++;
+    return Status::Ok();
+  }
+
+  Status Decode(const engine::SeqView* seqs, int count, int32_t* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Check(seqs, count);
+    EXPECT_LE(count, limits_.max_batch);
+    for (int i = 0; i < count; i++) {
+      const engine::SeqView& v = seqs[i];
+      EXPECT_EQ(v.n, 1);
+      auto it = state_.find(v.sampling.seed);
+      if (it == state_.end()) {
+        ADD_FAILURE() << "decode of a sequence never prefilled";
+        continue;
+      }
+      State& st = it->second;
+      EXPECT_EQ(v.tokens[0], st.last) << "the engine feeds back the last token";
+      const uint64_t k = static_cast<uint64_t>(v.cached - st.prompt + 1);
+      EXPECT_EQ(v.sampling.counter, k) << "draw k after k tokens";
+      st.last = out[i] = TokenFor(v.sampling.seed, k);
+    }
+    decodes_++;
+    return Status::Ok();
+  }
+
+  int prefills() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefills_;
+  }
+
+ private:
+  struct State {
+    int prompt = 0;
+    int32_t last = -1;
+  };
+  void Check(const engine::SeqView* seqs, int count) {
+    std::set<int32_t> used;
+    for (int i = 0; i < count; i++) {
+      const engine::SeqView& v = seqs[i];
+      EXPECT_GE(v.n, 1);
+      EXPECT_GE(static_cast<int64_t>(v.num_blocks) * limits_.block_size_tokens, v.cached + v.n)
+          << "the table covers every position written";
+      for (int b = 0; b < v.num_blocks; b++) {
+        EXPECT_GE(v.block_table[b], 0);
+        EXPECT_LT(v.block_table[b], limits_.num_kv_blocks);
+        EXPECT_TRUE(used.insert(v.block_table[b]).second) << "block " << v.block_table[b] << " in two tables";
+      }
+    }
+  }
+  const engine::RunnerLimits limits_;
+  std::mutex mu_;
+  std::map<uint64_t, State> state_;  // by seed (each request here has its own)
+  int prefills_ = 0, decodes_ = 0;
+  int prefilled_tokens_ = 0;
+};
+
+TEST(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
+  engine::EngineOptions o;
+  o.max_batch = 4;
+  o.block_size_tokens = 8;
+  o.num_kv_blocks = 40;
+  o.prefill_batch_tokens = 16;
+  engine::RunnerLimits limits = engine::RunnerLimitsFor(o, 128);
+  auto runner = std::make_unique<FakeRunner>(limits);
+  FakeRunner* fake = runner.get();
+  std::unique_ptr<engine::Engine> e;
+  ASSERT_TRUE(engine::Engine::Create(std::move(runner), &TinyModel::Get().tokenizer, o, &e).ok());
+  EXPECT_STREQ(e->kind(), "fake");
+  const int kRequests = 9;
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  for (int i = 0; i < kRequests; i++) {
+    backend::GenerationRequest r;
+    for (int k = 0; k < 3 + i; k++) r.prompt_tokens.push_back(100 + k);
+    r.max_new_tokens = 5 + 3 * i;
+    r.temperature = 1.0f;
+    r.seed = 1000 + i;
+    r.has_seed = true;
+    streams.push_back(NewStream("s" + std::to_string(i)));
+    ASSERT_TRUE(e->Submit(streams.back(), r, nullptr));
+  }
+  for (int i = 0; i < kRequests; i++) {
+    Outcome out = WaitAndRead(*streams[i]);
+    EXPECT_EQ(out.finish_reason, "length");
+    ASSERT_EQ(out.tokens.size(), static_cast<size_t>(5 + 3 * i));
+    for (size_t k = 0; k < out.tokens.size(); k++) {
+      EXPECT_EQ(out.tokens[k], FakeRunner::TokenFor(1000 + i, k)) << "request " << i << " token " << k;
+    }
+  }
+  engine::EngineStats st = WaitQuiet(*e);
+  EXPECT_EQ(st.releases, static_cast<uint64_t>(kRequests));
+  EXPECT_EQ(st.double_releases, 0u);
+  EXPECT_LT(fake->prefills(), kRequests) << "prompts admitted together share prefill passes";
+}
+
+}  // namespace
+}  // namespace tw::testing

@@ -1,0 +1,305 @@
+// The CUDA runner end to end (make test-gpu; skipped without a GPU):
+//   - the golden tiny GPT-2 (tests/data/golden, an independent float64
+//     reference): the last prompt position's logits within 1e-4 (fp32;
+//     3xTF32 within 2e-4), all 40 greedy tokens identical, each decode
+//     step's top-5 within the same tolerance — each case alone and all four
+//     in one batch, where every row's logits must be bitwise the solo ones;
+//   - CPU vs CUDA on a GPT-2-small-shaped random model: last-position logits
+//     within 2e-3 of the CPU runner's, greedy tokens equal over 64 steps (a
+//     difference is accepted only at a near tie of the CPU's logits, where
+//     the comparison then stops);
+//   - batch invariance of decode across buckets (a row alone, with 2, 7 and
+//     31 companions: identical bits).
+// The engine's suites run against this runner too: make test-gpu runs
+// build/cuda/tests/engine_tests with TW_TEST_RUNNER=cuda.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_runner.h"
+#include "engine/block_allocator.h"
+#include "gpu/gpu_test_util.h"
+#include "json/json.h"
+#include "cpu/thread_pool.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "model/gpt2.h"
+#include "model/random_weights.h"
+#include "support/chunking.h"
+#include "support/numeric.h"
+
+namespace tw::testing {
+namespace {
+
+struct Golden {
+  std::vector<int32_t> prompt;
+  std::vector<float> last_logits;  // (V) the last prompt position
+  std::vector<int32_t> greedy;     // (40)
+  std::vector<std::vector<std::pair<int32_t, double>>> top5;
+};
+
+std::shared_ptr<const model::Gpt2Model> LoadTiny() {
+  std::unique_ptr<model::Gpt2Model> m;
+  Status s = model::LoadGpt2(DataPath("golden/tiny-gpt2"), &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return std::shared_ptr<const model::Gpt2Model>(std::move(m));
+}
+
+std::vector<Golden> LoadGolden(int V) {
+  std::vector<Golden> out;
+  bool ok = false;
+  std::string text = ReadFile(DataPath("golden/tiny-gpt2.golden.json"), &ok);
+  EXPECT_TRUE(ok);
+  json::Value doc;
+  EXPECT_TRUE(json::Parse(text, &doc).ok());
+  for (const json::Value& c : doc.Find("cases")->items()) {
+    Golden g;
+    for (const json::Value& t : c.Find("prompt_tokens")->items()) g.prompt.push_back(static_cast<int32_t>(t.as_int()));
+    std::string raw = ReadFile(DataPath("golden/tiny-gpt2-logits/" + c.Find("prompt_logits_file")->as_string()), &ok);
+    EXPECT_EQ(raw.size(), g.prompt.size() * V * sizeof(float));
+    g.last_logits.resize(V);
+    std::memcpy(g.last_logits.data(), raw.data() + (g.prompt.size() - 1) * V * sizeof(float), V * sizeof(float));
+    for (const json::Value& t : c.Find("greedy_tokens")->items()) g.greedy.push_back(static_cast<int32_t>(t.as_int()));
+    for (const json::Value& step : c.Find("greedy_steps_top5")->items()) {
+      std::vector<std::pair<int32_t, double>> top;
+      for (const json::Value& p : step.items()) top.emplace_back(static_cast<int32_t>(p.items()[0].as_int()), p.items()[1].as_double());
+      g.top5.push_back(top);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// One sequence as the engine would hold it: its blocks and what is cached.
+struct Seq {
+  std::vector<int32_t> table;
+  std::vector<int32_t> prompt;
+  int cached = 0;
+  int32_t last = 0;
+  int produced = 0;
+  engine::SeqView Prefill() const {
+    engine::SeqView v;
+    v.block_table = table.data();
+    v.num_blocks = static_cast<int>(table.size());
+    v.cached = 0;
+    v.tokens = prompt.data();
+    v.n = static_cast<int>(prompt.size());
+    return v;  // greedy, counter 0
+  }
+  engine::SeqView Decode() const {
+    engine::SeqView v;
+    v.block_table = table.data();
+    v.num_blocks = static_cast<int>(table.size());
+    v.cached = cached;
+    v.tokens = &last;
+    v.n = 1;
+    v.sampling.counter = static_cast<uint64_t>(produced);
+    return v;
+  }
+};
+
+engine::RunnerLimits Limits(int max_batch, int blocks) {
+  engine::RunnerLimits l;
+  l.max_batch = max_batch;
+  l.num_kv_blocks = blocks;
+  l.block_size_tokens = 16;
+  l.max_prefill_tokens = 256;
+  return l;
+}
+
+std::vector<int32_t> TopK(const float* logits, int V, int k) { return TopIds(logits, V, k); }
+
+class CudaRunnerGolden : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
+  TW_REQUIRE_GPU();
+  const bool tf32 = GetParam();
+  const double tol = tf32 ? 2e-4 : 1e-4;
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  std::vector<Golden> cases = LoadGolden(V);
+  ASSERT_EQ(cases.size(), 4u);
+  cuda::CudaRunnerOptions o;
+  o.tf32x3 = tf32;
+  std::unique_ptr<engine::ModelRunner> r;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), o, &r));
+  engine::BlockAllocator alloc(64);
+  // Each case alone; its per-step logits are kept to compare with the batch.
+  std::vector<std::vector<std::vector<float>>> solo(cases.size());
+  for (size_t c = 0; c < cases.size(); c++) {
+    const Golden& g = cases[c];
+    Seq s;
+    s.prompt = g.prompt;
+    ASSERT_TRUE(alloc.Alloc(engine::BlocksFor(static_cast<int>(g.prompt.size() + g.greedy.size()), 16), &s.table));
+    engine::SeqView v = s.Prefill();
+    int32_t tok = -1;
+    TW_ASSERT_OK(r->Prefill(&v, 1, &tok));
+    std::vector<float> logits;
+    TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
+    EXPECT_TRUE(AllClose(logits, g.last_logits, static_cast<float>(tol), 0.0f)) << "case " << c;
+    solo[c].push_back(logits);
+    s.cached = static_cast<int>(g.prompt.size());
+    for (size_t step = 0; step < g.greedy.size(); step++) {
+      ASSERT_EQ(tok, g.greedy[step]) << "case " << c << " step " << step;
+      if (step > 0) {
+        std::vector<int32_t> top = TopK(logits.data(), V, 5);
+        for (size_t k = 0; k < 5; k++) {
+          EXPECT_EQ(top[k], g.top5[step][k].first) << "case " << c << " step " << step;
+          EXPECT_NEAR(logits[g.top5[step][k].first], g.top5[step][k].second, tol);
+        }
+      }
+      if (step + 1 == g.greedy.size()) break;
+      s.last = tok;
+      s.produced = static_cast<int>(step) + 1;
+      engine::SeqView d = s.Decode();
+      TW_ASSERT_OK(r->Decode(&d, 1, &tok));
+      s.cached++;
+      TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
+      solo[c].push_back(logits);
+    }
+    TW_ASSERT_OK(alloc.Free(s.table));
+  }
+  // All four together: the same tokens, and every row's logits bitwise the
+  // solo ones (the kernels compute a row from that row alone).
+  std::vector<Seq> seqs(cases.size());
+  std::vector<engine::SeqView> views;
+  for (size_t c = 0; c < cases.size(); c++) {
+    seqs[c].prompt = cases[c].prompt;
+    ASSERT_TRUE(alloc.Alloc(engine::BlocksFor(static_cast<int>(cases[c].prompt.size() + 40), 16), &seqs[c].table));
+    views.push_back(seqs[c].Prefill());
+  }
+  std::vector<int32_t> toks(cases.size());
+  TW_ASSERT_OK(r->Prefill(views.data(), 4, toks.data()));
+  for (size_t step = 0; step < 40; step++) {
+    std::vector<float> logits;
+    TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 4, &logits));
+    for (size_t c = 0; c < cases.size(); c++) {
+      ASSERT_EQ(toks[c], cases[c].greedy[step]) << "batch, case " << c << " step " << step;
+      EXPECT_EQ(0, std::memcmp(logits.data() + c * V, solo[c][step].data(), V * sizeof(float)))
+          << "case " << c << " step " << step << ": batch logits differ from solo";
+    }
+    if (step + 1 == 40) break;
+    views.clear();
+    for (size_t c = 0; c < cases.size(); c++) {
+      Seq& s = seqs[c];
+      if (step == 0) s.cached = static_cast<int>(s.prompt.size());
+      s.last = toks[c];
+      s.produced = static_cast<int>(step) + 1;
+      views.push_back(s.Decode());
+    }
+    TW_ASSERT_OK(r->Decode(views.data(), 4, toks.data()));
+    for (Seq& s : seqs) s.cached++;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaRunnerGolden, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "tf32x3" : "fp32"; });
+
+// A GPT-2-small-shaped random model, written once into a temporary folder.
+std::shared_ptr<const model::Gpt2Model> LoadSmall() {
+  char dir[] = "/tmp/tw_gpu_small_XXXXXX";
+  EXPECT_NE(::mkdtemp(dir), nullptr);
+  model::RandomGpt2Options ro;
+  model::NamedGpt2Shape("gpt2", &ro.config);
+  ro.seed = 3;
+  EXPECT_TRUE(model::WriteRandomGpt2(dir, ro).ok());
+  std::unique_ptr<model::Gpt2Model> m;
+  Status s = model::LoadGpt2(dir, &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return std::shared_ptr<const model::Gpt2Model>(std::move(m));
+}
+
+TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
+  TW_REQUIRE_GPU();
+  auto model = LoadSmall();
+  const int V = model->config().vocab_size;
+  const float tol = 2e-3f;  // fp32 logits, different summation orders
+  // The CPU reference: Gpt2Forward over its own KV pool (logits exposed).
+  cpu::ThreadPool pool(8);
+  std::unique_ptr<model::KvPool> kv;
+  TW_ASSERT_OK(model::KvPool::Create(model->config(), model::KvCacheConfig{16, 16}, &kv));
+  std::unique_ptr<model::Gpt2Forward> fwd;
+  TW_ASSERT_OK(model::Gpt2Forward::Create(*model, kv.get(), &pool, model::ForwardLimits{8, 256}, &fwd));
+  std::unique_ptr<engine::ModelRunner> gpu;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(8, 64), cuda::CudaRunnerOptions{}, &gpu));
+  model::SeqState cs;
+  cs.block_table = {0, 1, 2, 3, 4, 5};
+  Seq g;
+  for (int i = 0; i < 20; i++) g.prompt.push_back((i * 7919 + 13) % V);
+  g.table = {8, 9, 10, 11, 12, 13};
+  std::vector<float> want(V), got;
+  TW_ASSERT_OK(fwd->Prefill(&cs, g.prompt.data(), 20, want.data()));
+  engine::SeqView v = g.Prefill();
+  int32_t tok = -1;
+  TW_ASSERT_OK(gpu->Prefill(&v, 1, &tok));
+  g.cached = 20;
+  int steps = 0;
+  float worst = 0;
+  for (; steps < 64; steps++) {
+    TW_ASSERT_OK(cuda::CudaLastLogits(gpu.get(), 1, &got));
+    for (int i = 0; i < V; i++) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    EXPECT_TRUE(AllClose(got, want, tol, 0.0f)) << "step " << steps;
+    const int32_t cpu_tok = TopK(want.data(), V, 1)[0];
+    if (cpu_tok != tok) {
+      // Allowed only at a near tie of the reference; the sequences part here.
+      EXPECT_LT(std::fabs(want[cpu_tok] - want[tok]), tol)
+          << "CPU and GPU greedy tokens differ at step " << steps << " without a near tie";
+      break;
+    }
+    g.last = tok;
+    g.produced = steps + 1;
+    engine::SeqView d = g.Decode();
+    TW_ASSERT_OK(gpu->Decode(&d, 1, &tok));
+    g.cached++;
+    model::SeqState* one = &cs;
+    TW_ASSERT_OK(fwd->DecodeBatch(&one, &g.last, 1, want.data()));
+  }
+  std::printf("CPU and CUDA greedy tokens agreed for %d of 64 steps; max |logit diff| %.3g\n", steps, worst);
+}
+
+TEST(CudaRunner, DecodeIsBitwiseTheSameInEveryBucket) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  std::unique_ptr<engine::ModelRunner> r;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(32, 256), cuda::CudaRunnerOptions{}, &r));
+  // 32 sequences with different prompts, prefilled; then the same decode
+  // step for row 0 alone and with 2, 7 and 31 companions (buckets 1, 4, 8,
+  // 32), each from the same cached state (position rewritten each time).
+  std::vector<Seq> seqs(32);
+  for (int i = 0; i < 32; i++) {
+    for (int k = 0; k < 5 + i % 7; k++) seqs[i].prompt.push_back((i * 104729 + k * 7919) % V);
+    for (int b = 0; b < 4; b++) seqs[i].table.push_back(i * 4 + b);
+    engine::SeqView v = seqs[i].Prefill();
+    int32_t t;
+    TW_ASSERT_OK(r->Prefill(&v, 1, &t));
+    seqs[i].cached = static_cast<int>(seqs[i].prompt.size());
+    seqs[i].last = t;
+    seqs[i].produced = 1;
+  }
+  std::vector<float> first;
+  for (int companions : {0, 2, 7, 31}) {
+    std::vector<engine::SeqView> views;
+    for (int i = 0; i <= companions; i++) views.push_back(seqs[i].Decode());
+    std::vector<int32_t> toks(views.size());
+    TW_ASSERT_OK(r->Decode(views.data(), static_cast<int>(views.size()), toks.data()));
+    std::vector<float> logits;
+    TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
+    if (first.empty()) {
+      first = logits;
+    } else {
+      EXPECT_EQ(0, std::memcmp(first.data(), logits.data(), V * sizeof(float)))
+          << "row 0's logits changed with " << companions << " companions";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tw::testing
