@@ -85,7 +85,19 @@ TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*_test.cc),$(BU
 SUPPORT_SRCS := $(wildcard tests/support/*.cc)
 SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
 
-GTEST_LIB := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/libgtest.a /usr/local/lib/libgtest.a))
+# GoogleTest: Debian's libgtest-dev, or GTEST_DIR=<dir with include/ and lib/>
+# (bench/gpu/run.sh builds one from source on a machine without it).
+GTEST_DIR ?=
+ifneq ($(GTEST_DIR),)
+  GTEST_LIB  := $(wildcard $(GTEST_DIR)/lib/libgtest.a)
+  GTEST_INC  := $(GTEST_DIR)/include
+  GTEST_LINK := $(GTEST_DIR)/lib/libgtest_main.a $(GTEST_DIR)/lib/libgtest.a
+  CXXFLAGS   += -isystem $(GTEST_DIR)/include
+else
+  GTEST_LIB  := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/libgtest.a /usr/local/lib/libgtest.a))
+  GTEST_INC  := /usr/include/gtest
+  GTEST_LINK := -lgtest -lgtest_main
+endif
 
 # The bench's shared code (the SVG chart writer, the result-file convention,
 # the load generators' event loop) as $(BENCH_LIB); the client tests link it
@@ -125,13 +137,13 @@ $(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/
 
 # ---- tests -------------------------------------------------------------------
 gtest-check:
-	@if [ -z "$(GTEST_LIB)" ] || [ ! -d /usr/include/gtest ]; then \
+	@if [ -z "$(GTEST_LIB)" ] || [ ! -d $(GTEST_INC) ]; then \
 	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
 
 define TEST_RULE
 $(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) | gtest-check
 	@mkdir -p $$(dir $$@)
-	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
+	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) $(GTEST_LINK) $(LDFLAGS)
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
 
@@ -150,7 +162,7 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 ifeq ($(CUDA),1)
 $(GPU_TEST_BIN): $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LAYER_LIBS) | gtest-check
 	@mkdir -p $(dir $@)
-	$(call quiet,LD,$@)$(CXX) -o $@ $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LIBS_GROUP) -lgtest -lgtest_main $(LDFLAGS)
+	$(call quiet,LD,$@)$(CXX) -o $@ $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LIBS_GROUP) $(GTEST_LINK) $(LDFLAGS)
 
 test-gpu: $(GPU_TEST_BIN) $(BUILD)/tokenwire $(BUILD)/tests/engine_tests
 	$(GPU_TEST_BIN) --gtest_brief=1
@@ -162,6 +174,12 @@ else
 test-gpu:
 	$(MAKE) CUDA=1 test-gpu
 endif
+
+# The GoogleTest source bench/gpu/run.sh builds on a GPU machine that has
+# none (.gtest-src/ is ignored by git; the device tool carries it).
+.PHONY: gpu-carry
+gpu-carry:
+	rm -rf .gtest-src && mkdir -p .gtest-src && cp -r /usr/src/googletest/googletest .gtest-src/
 
 # ---- fuzzing (clang + libFuzzer) -------------------------------------------
 # The layers are compiled once with coverage instrumentation into one archive;

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "kernels/common.cuh"
@@ -136,6 +137,59 @@ Status ElapsedMs(const EventPair& ev, float* ms) {
   return CudaStatus(cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(ev.start),
                                          static_cast<cudaEvent_t>(ev.stop)),
                     "cudaEventElapsedTime");
+}
+
+namespace {
+
+__global__ void FmaLoop(float* out, int iters) {
+  float a = threadIdx.x * 1e-3f, b = 1.0000001f, c = 1e-7f;
+  float x0 = a, x1 = a + 1, x2 = a + 2, x3 = a + 3, x4 = a + 4, x5 = a + 5, x6 = a + 6, x7 = a + 7;
+  for (int i = 0; i < iters; i++) {
+    x0 = fmaf(x0, b, c); x1 = fmaf(x1, b, c); x2 = fmaf(x2, b, c); x3 = fmaf(x3, b, c);
+    x4 = fmaf(x4, b, c); x5 = fmaf(x5, b, c); x6 = fmaf(x6, b, c); x7 = fmaf(x7, b, c);
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+}
+
+}  // namespace
+
+Status MeasureCeilings(double* copy_gbps, double* fp32_tflops) {
+  const size_t bytes = size_t{1} << 30;
+  DeviceBuffer src, dst;
+  Status s = src.Allocate(bytes);
+  if (s.ok()) s = dst.Allocate(bytes);
+  if (s.ok()) s = Memset(src.get(), 1, bytes);
+  EventPair ev;
+  if (s.ok()) s = EventPairCreate(&ev);
+  if (!s.ok()) return s;
+  float best = 1e30f;
+  for (int i = 0; i < 6 && s.ok(); i++) {
+    s = EventRecord(ev.start, nullptr);
+    if (s.ok()) s = CopyOnDevice(dst.get(), src.get(), bytes);
+    if (s.ok()) s = EventRecord(ev.stop, nullptr);
+    float ms = 0;
+    if (s.ok()) s = ElapsedMs(ev, &ms);
+    if (i > 0) best = std::min(best, ms);  // the first run warms up
+  }
+  if (s.ok()) *copy_gbps = 2.0 * bytes / (best * 1e-3) / 1e9;
+  const int blocks = std::max(MultiprocessorCount(), 1) * 8, threads = 256, iters = 1 << 14;
+  DeviceBuffer out;
+  if (s.ok()) s = out.Allocate(static_cast<size_t>(blocks) * threads * sizeof(float));
+  best = 1e30f;
+  for (int i = 0; i < 4 && s.ok(); i++) {
+    s = EventRecord(ev.start, nullptr);
+    if (s.ok()) {
+      FmaLoop<<<blocks, threads>>>(out.as<float>(), iters);
+      s = LastError("FmaLoop launch");
+    }
+    if (s.ok()) s = EventRecord(ev.stop, nullptr);
+    float ms = 0;
+    if (s.ok()) s = ElapsedMs(ev, &ms);
+    if (i > 0) best = std::min(best, ms);
+  }
+  if (s.ok()) *fp32_tflops = 2.0 * 8 * iters * static_cast<double>(blocks) * threads / (best * 1e-3) / 1e12;
+  EventPairDestroy(&ev);
+  return s;
 }
 
 }  // namespace tw::kernels

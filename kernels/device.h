@@ -60,6 +60,11 @@ Status EventPairDestroy(EventPair* ev);
 Status EventRecord(void* event, void* stream);
 Status ElapsedMs(const EventPair& ev, float* ms);
 
+// The device's ceilings, measured now (the floors of the benches): a large
+// device-to-device copy (bytes read + written per second) and an fp32 FMA
+// loop over every SM (2 flops per FMA). Each the best of a few timed runs.
+Status MeasureCeilings(double* copy_gbps, double* fp32_tflops);
+
 // A device buffer owned by a C++ object (freed on destruction).
 class DeviceBuffer {
  public:

@@ -8,10 +8,16 @@
 // A progress line goes to stderr while it runs. Exit status: 0 when every
 // scenario ran (its targets met or not: the numbers are the result); 1 when
 // one could not run (the server did not start, a file could not be written).
+#include <string>
+
 #include "loadgen/cli.h"
 
 int main(int argc, char** argv) {
   using namespace tw::loadgen;
+  // model_streams needs a real model (bench/gpu/run.sh): not part of "all".
+  for (int i = 1; i < argc; i++) {
+    if (std::string(argv[i]) == "model_streams") return LoadgenMain(argc, argv, "loadgen", {{"model_streams", ModelStreams}});
+  }
   return LoadgenMain(argc, argv, "loadgen",
                      {{"resume_storm", ResumeStorm},
                       {"cancel_latency", CancelLatency},

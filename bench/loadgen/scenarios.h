@@ -30,5 +30,7 @@ Status Backpressure(const Options& o);
 // Token events one server core delivers and their CPU cost, beside a floor
 // (scenarios_throughput.cc; needs build/bench/floor_writer).
 Status Throughput(const Options& o);
+// 32 streams from a real model (TW_BENCH_BACKEND, TW_BENCH_MODEL): tokens/s, TTFT.
+Status ModelStreams(const Options& o);
 
 }  // namespace tw::loadgen

@@ -19,6 +19,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -253,6 +254,76 @@ Status Throughput(const Options& o) {
       "1.15x of the floor at interval 1; total <= 4 us per token event at interval 4; >= 150,000 token events/s "
       "delivered with 256 streams at interval 4.");
   return r.Write(o.out_dir, "throughput");
+}
+
+}  // namespace tw::loadgen
+
+namespace tw::loadgen {
+
+// 32 streams of generated tokens from a real model over HTTP: the aggregate
+// tokens/s and the time to first token. The backend and the model come from
+// the environment (TW_BENCH_BACKEND: cuda or cpu, default cuda;
+// TW_BENCH_MODEL: a model folder, e.g. weights_tool random --shape gpt2),
+// so bench/gpu/run.sh runs it on a GPU machine; it writes
+// <out>/model_streams.json.
+Status ModelStreams(const Options& o) {
+  const char* backend = std::getenv("TW_BENCH_BACKEND");
+  const char* model = std::getenv("TW_BENCH_MODEL");
+  const std::string be = backend && *backend ? backend : "cuda";
+  const int streams = 32, tokens = o.full ? 512 : 256;
+  ServerProcess server;
+  std::vector<std::string> args = {"--backend", be, "--max-batch", "32", "--max-new-tokens", std::to_string(tokens),
+                                   "--max-waiting", "256"};
+  if (model && *model) {
+    args.push_back("--model");
+    args.push_back(model);
+  }
+  if (Status st = StartServer(&server, o, args); !st.ok()) return st;
+  Engine engine(server.port());
+  if (Status st = engine.Init(); !st.ok()) return st;
+  Sessions s;
+  for (int i = 0; i < streams; ++i) {
+    Script sc;
+    // A 200-token prompt (the context the other GPU rows use), greedy.
+    std::vector<int32_t> prompt;
+    for (int k = 0; k < 200; k++) prompt.push_back(static_cast<int32_t>((i * 104729 + k * 7919 + 11) % 50000));
+    sc.body = RequestBody(prompt, static_cast<uint64_t>(i), tokens);
+    s.push_back(std::make_unique<StreamSession>(&engine, server.port(), sc, i));
+  }
+  const double t0 = NowUs();
+  for (auto& x : s) x->Start();
+  bool finished = RunAll(&engine, s, 300, "model streams (" + be + ")");
+  const double t1 = NowUs();
+  server.Stop();
+  std::vector<double> ttft;
+  uint64_t got = 0;
+  size_t complete = 0;
+  double last_us = t0;
+  for (const auto& x : s) {
+    got += x->tokens.size();
+    complete += x->done_us != 0 && static_cast<int>(x->tokens.size()) == tokens;
+    if (x->first_token_us) ttft.push_back((x->first_token_us - x->start_us) / 1000.0);
+    last_us = std::max(last_us, x->done_us);
+  }
+  double t50, t99, tmax;
+  Stats4(ttft, &t50, &t99, &tmax);
+  const double secs = ((finished ? last_us : t1) - t0) / 1e6;
+  Report r;
+  r.bench = "gpu/model_streams";
+  r.title = "32 streams over HTTP from the " + be + " backend: aggregate tokens/s and time to first token";
+  r.command = o.command + " (TW_BENCH_BACKEND=" + be + " TW_BENCH_MODEL=" + (model ? model : "") + ")";
+  r.mode = o.full ? "full" : "quick";
+  r.parameters_json = Params({{"streams", std::to_string(streams)},
+                              {"prompt_tokens", "200"},
+                              {"new_tokens", std::to_string(tokens)},
+                              {"backend", Q(be)}});
+  r.columns = {"backend", "streams", "tokens/s (aggregate)", "TTFT p50 ms", "TTFT p99 ms", "complete"};
+  r.rows.push_back({be, std::to_string(streams), Fmt(got / secs, 0), Fmt(t50, 1), Fmt(t99, 1),
+                    std::to_string(complete) + "/" + std::to_string(streams)});
+  r.notes.push_back("Every stream starts at once (a 200-token prompt each, greedy, " + std::to_string(tokens) +
+                    " new tokens); tokens/s = all token events received / (last done - first request); "
+                    "server command: " + server.command_line());
+  return r.Write(o.out_dir, "model_streams");
 }
 
 }  // namespace tw::loadgen

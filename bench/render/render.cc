@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> order = {"streams/resume_storm",  "streams/ws_resume_storm",
                                           "streams/cancel_latency", "streams/abandonment",
                                           "streams/concurrency",   "streams/ws_concurrency",
-                                          "streams/idle_soak",     "streams/backpressure"};
+                                          "streams/idle_soak",     "streams/backpressure",
+                                          "streams/throughput"};
   std::map<std::string, std::pair<std::string, Value>> convention;  // bench -> (file, doc)
   std::pair<std::string, Value> http, cpu;                          // newest of each (files are sorted)
   std::vector<std::string> skipped;

@@ -131,6 +131,17 @@ App::~App() {
 
 Status App::Init(bool watch_signals) {
   net::IgnoreSigpipe();
+  if (watch_signals) {
+    // Before any thread starts (the backend's, the CPU pool's): threads
+    // inherit the mask, so SIGTERM/SIGINT stay pending for the signalfd
+    // below instead of reaching a thread whose default action kills the
+    // process.
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return Status::Error("pthread_sigmask failed");
+  }
   if (Status s = loop_.Init(); !s.ok()) return s;
 
   // Tokenizer: the model folder's files, else the copy embedded in the binary.
@@ -212,7 +223,6 @@ Status App::Init(bool watch_signals) {
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
-    if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return Status::Error("pthread_sigmask failed");
     signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd_ < 0) return Status::FromErrno("signalfd");
     Status s = loop_.AddFileEvent(signal_fd_, net::kReadable, [this](int fd, int) {

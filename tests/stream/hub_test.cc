@@ -197,6 +197,28 @@ TEST(Hub, ALongBacklogIsHandedOutAtMostABatchPerIteration) {
   });
 }
 
+// --stream-interval: a token held in an incomplete group still reaches the
+// subscriber, by the hub's timer, within the bound; the group's ids are
+// contiguous.
+TEST(Hub, AHeldTokenIsDeliveredWithinTheIntervalBound) {
+  HubOptions o;
+  o.stream_interval = 8;
+  o.stream_interval_bound_ms = 20;
+  o.stream_limits.stream_interval = 8;
+  HubFixture f(o);
+  FakeSub sub;
+  auto s = f.Start(Policy::kDropSlow, &sub);
+  s->Append(Event::Token(0, 1, "a"));  // the first token: at once
+  ASSERT_TRUE(WaitFor([&] { return sub.Seqs().size() == 2; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  s->Append(Event::Token(1, 1, "b"));  // held: the group of 8 is not full
+  s->Append(Event::Token(2, 1, "c"));
+  ASSERT_TRUE(WaitFor([&] { return sub.Seqs().size() == 4; }, 2000));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(waited, std::chrono::milliseconds(20 + 200)) << "held past the bound (plus scheduling slack)";
+  EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 4));
+}
+
 TEST(Hub, LiveDeliveryCompletesOnTerminalEvent) {
   HubFixture f;
   FakeSub sub;
