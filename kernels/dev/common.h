@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/counter_rng.h"
+#include "kernels/device.h"
 
 #define CUDA_CHECK(call)                                                                   \
   do {                                                                                     \
@@ -145,42 +146,20 @@ inline float Benchmark(int repeats, const std::function<void()>& fn, int warmup 
   return ms[ms.size() / 2];
 }
 
-static __global__ void FmaLoopKernel(float* out, int iters) {
-  float a = threadIdx.x * 1e-3f, b = 1.0000001f, c = 1e-7f;
-  float x0 = a, x1 = a + 1, x2 = a + 2, x3 = a + 3, x4 = a + 4, x5 = a + 5, x6 = a + 6, x7 = a + 7;
-  for (int i = 0; i < iters; i++) {
-    x0 = fmaf(x0, b, c); x1 = fmaf(x1, b, c); x2 = fmaf(x2, b, c); x3 = fmaf(x3, b, c);
-    x4 = fmaf(x4, b, c); x5 = fmaf(x5, b, c); x6 = fmaf(x6, b, c); x7 = fmaf(x7, b, c);
-  }
-  out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
-}
-
 struct Ceilings {
   double copy_gbps = 0;      // device-to-device copy, bytes read + written per second / 1e9
   double fp32_tflops = 0;    // FMA loop, 2 flops per FMA
 };
 
-// Measured once per process on this device.
+// Measured once per process on this device (kernels::MeasureCeilings).
 inline const Ceilings& MeasuredCeilings() {
   static Ceilings c = [] {
     Ceilings r;
-    size_t bytes = size_t{1} << 30;
-    void *src = nullptr, *dst = nullptr;
-    CUDA_CHECK(cudaMalloc(&src, bytes));
-    CUDA_CHECK(cudaMalloc(&dst, bytes));
-    CUDA_CHECK(cudaMemset(src, 1, bytes));
-    float ms = Benchmark(10, [&] { CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); }, 2, false);
-    r.copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
-    CUDA_CHECK(cudaFree(src));
-    CUDA_CHECK(cudaFree(dst));
-    int sms = 0, dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    int blocks = sms * 8, threads = 256, iters = 1 << 14;
-    float* out = DeviceAlloc<float>(static_cast<size_t>(blocks) * threads);
-    ms = Benchmark(5, [&] { FmaLoopKernel<<<blocks, threads>>>(out, iters); }, 1, false);
-    r.fp32_tflops = 2.0 * 8 * iters * static_cast<double>(blocks) * threads / (ms * 1e-3) / 1e12;
-    CUDA_CHECK(cudaFree(out));
+    tw::Status s = tw::kernels::MeasureCeilings(&r.copy_gbps, &r.fp32_tflops);
+    if (!s.ok()) {
+      std::fprintf(stderr, "ceilings: %s\n", s.message().c_str());
+      std::exit(1);
+    }
     std::printf("ceilings: copy %.0f GB/s (read + write), fp32 FMA %.1f TFLOP/s\n", r.copy_gbps, r.fp32_tflops);
     return r;
   }();
