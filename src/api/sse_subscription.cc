@@ -14,9 +14,11 @@ SseFormat::Bytes TokenWireSseFormat::AppendEvent(const stream::Event& event, std
   // Written once per event, whatever the number of subscribers (I/O thread).
   std::string& wire = event.wire[static_cast<int>(stream::Wire::kSse)];
   if (wire.empty()) {
-    data_.clear();
-    sse::AppendEventData(&data_, event, sse::EventContext{stream_id_, model_});
-    sse::AppendEvent(&wire, event.seq, stream::EventTypeName(event.type), data_);
+    if (!shared_) {
+      sse::AppendSseEvent(out, event, sse::EventContext{stream_id_, model_});  // a lone subscriber
+      return Bytes::kEvent;
+    }
+    sse::AppendSseEvent(&wire, event, sse::EventContext{stream_id_, model_});
   }
   out->append(wire);
   return Bytes::kEvent;
@@ -80,25 +82,6 @@ bool SseSubscription::EnsureStarted() {
   return true;
 }
 
-stream::DeliverResult SseSubscription::WriteOrWait(size_t reserve) {
-  if (writer_->buffered_bytes() + scratch_.size() + reserve > writer_->max_output_bytes()) {
-    return stream::DeliverResult::kNoRoom;
-  }
-  switch (writer_->Write(scratch_)) {
-    case http::StreamWriter::WriteResult::kTaken:
-    case http::StreamWriter::WriteResult::kQueued:
-      bytes_written_ += scratch_.size();
-      wrote_since_heartbeat_ = true;
-      return stream::DeliverResult::kTaken;
-    case http::StreamWriter::WriteResult::kRefused:
-      return stream::DeliverResult::kNoRoom;
-    case http::StreamWriter::WriteResult::kClosed:
-      break;
-  }
-  Done();
-  return stream::DeliverResult::kGone;
-}
-
 stream::DeliverResult SseSubscription::Deliver(const stream::Event& event) {
   if (done_ || last_written_) return stream::DeliverResult::kGone;
   if (!EnsureStarted()) {
@@ -107,23 +90,47 @@ stream::DeliverResult SseSubscription::Deliver(const stream::Event& event) {
     Done();
     return stream::DeliverResult::kGone;
   }
-  scratch_.clear();
-  SseFormat::Bytes bytes = format_->AppendEvent(event, &scratch_);
+  const size_t before = batch_.size();
+  format_->SetShared(stream_shared());
+  SseFormat::Bytes bytes = format_->AppendEvent(event, &batch_);
   if (bytes == SseFormat::Bytes::kNone) return stream::DeliverResult::kTaken;
-  bool last = bytes == SseFormat::Bytes::kLast;
-  stream::DeliverResult r = WriteOrWait(last ? 0 : options_.reserve_bytes);
-  if (last && r == stream::DeliverResult::kTaken) last_written_ = true;
-  return r;
+  const bool last = bytes == SseFormat::Bytes::kLast;
+  // The chunk's framing (size line and CRLF) is counted too.
+  constexpr size_t kChunkFramingBytes = 24;
+  const size_t reserve = last ? 0 : options_.reserve_bytes;
+  if (writer_->buffered_bytes() + batch_.size() + kChunkFramingBytes + reserve > writer_->max_output_bytes()) {
+    batch_.resize(before);
+    return stream::DeliverResult::kNoRoom;
+  }
+  if (last) last_written_ = true;
+  wrote_since_heartbeat_ = true;
+  return stream::DeliverResult::kTaken;
+}
+
+void SseSubscription::EndBatch() {
+  if (batch_.empty() || done_ || !writer_) {
+    batch_.clear();
+    return;
+  }
+  // Fits by construction (Deliver checked the bound); a closed connection
+  // has run, or will run, OnClose, which detaches this subscription.
+  http::StreamWriter::WriteResult r = writer_->Write(batch_);
+  if (r == http::StreamWriter::WriteResult::kTaken || r == http::StreamWriter::WriteResult::kQueued) {
+    bytes_written_ += batch_.size();
+  }
+  batch_.clear();
 }
 
 void SseSubscription::Complete() {
   if (done_) return;
+  EndBatch();
   if (writer_) writer_->Finish();
   Done();
 }
 
 void SseSubscription::End(const ApiError& end) {
   if (done_) return;
+  EndBatch();
   if (!last_written_ && EnsureStarted()) {
     scratch_.clear();
     format_->AppendEnding(end, &scratch_);

@@ -15,20 +15,23 @@
 //       event as `id: N / event: type / data: {...}` (sse/event_json.h); a
 //       subscriber-level ending (slow_client, shutting_down) as an
 //       `event: error` without an id, carrying resume_from. Its bytes are the
-//       same for every subscriber of a stream, so they are written once per
-//       event (stream::Event::wire) and copied for the others.
+//       same for every subscriber of a stream: with several subscribers they
+//       are written once per event (stream::Event::wire) and copied for the
+//       others; a lone subscriber's go straight into its batch.
 //   OpenAiSseFormat (api/completions.h)  OpenAI's `data: {chunk}` lines
 //       ending with `data: [DONE]`.
 //
-// Backpressure: an event is offered to the socket only if it fits in the
-// connection's output bound minus `reserve_bytes`, kept free so the last
-// bytes of the response (the format's kLast event, an early ending) and the
-// last chunk always fit; otherwise Deliver() says kNoRoom and the hub's policy
-// decides. A client that closes is detached from the hub (linger starts).
+// Batching: the events the hub offers in one service are gathered and leave
+// as one chunk at EndBatch (the connection then sends the iteration's
+// chunks together). Backpressure: an event is taken only if the connection's
+// output, this batch and the event fit in the output bound minus
+// `reserve_bytes`, kept free so the last bytes of the response (the format's
+// kLast event, an early ending) and the last chunk always fit; otherwise
+// Deliver() says kNoRoom and the hub's policy decides. A client that closes
+// is detached from the hub (linger starts).
 //
-// Threads: I/O thread only. Memory: the format, and one scratch buffer as
-// large as the largest event written (events are bounded by the stream
-// layer). Never blocks; never writes past the connection's output bound.
+// Threads: I/O thread only. Memory: the format, a scratch buffer and the
+// batch, each at most the output bound. Never blocks; never writes past the connection's output bound.
 // Ownership: the App keeps each subscription alive until on_done has run and
 // frees it after the current loop iteration.
 #pragma once
@@ -60,9 +63,16 @@ class SseFormat {
   virtual void AppendPreamble(std::string* out) = 0;
   // Appends the bytes for one stream event.
   virtual Bytes AppendEvent(const stream::Event& event, std::string* out) = 0;
+  // Whether an event's bytes should be cached for the stream's other
+  // subscribers (stream::Subscription::stream_shared), for formats whose
+  // bytes are the same for every subscriber.
+  void SetShared(bool shared) { shared_ = shared; }
   // Appends the bytes that end the response early (a subscriber-level
   // ending, DESIGN.md §5), after the 200.
   virtual void AppendEnding(const ApiError& end, std::string* out) = 0;
+
+ protected:
+  bool shared_ = false;
 };
 
 // Ours (DESIGN.md §5): `retry: 1000`, then `id: N / event: type / data: {...}`
@@ -100,6 +110,7 @@ class SseSubscription : public stream::Subscription,
   ~SseSubscription() override;
 
   stream::DeliverResult Deliver(const stream::Event& event) override;
+  void EndBatch() override;
   void Complete() override;
   void End(const ApiError& end) override;
 
@@ -111,8 +122,6 @@ class SseSubscription : public stream::Subscription,
 
  private:
   bool EnsureStarted();
-  // Writes scratch_ if it leaves `reserve` bytes of the output bound free.
-  stream::DeliverResult WriteOrWait(size_t reserve);
   void Heartbeat();
   void Done();
 
@@ -128,7 +137,8 @@ class SseSubscription : public stream::Subscription,
   bool last_written_ = false;  // the format's kLast bytes were taken
   bool done_ = false;
   uint64_t bytes_written_ = 0;
-  std::string scratch_;
+  std::string scratch_;  // heartbeats, endings, the preamble
+  std::string batch_;    // events taken since the last EndBatch
 };
 
 }  // namespace tw::api

@@ -150,10 +150,9 @@ void MockBackend::Apply(Command& c) {
           log_order_.pop_front();
         }
       }
-      s->ticket = next_ticket_++;
-      schedule_.push({s->next_due, s->ticket});
-      tickets_[s->ticket] = s.get();
-      seqs_[s->id] = std::move(s);
+      std::shared_ptr<Sequence> shared(std::move(s));
+      Schedule(shared);
+      seqs_[shared->id] = std::move(shared);
       break;
     }
     case Command::Kind::kCancel:
@@ -163,8 +162,7 @@ void MockBackend::Apply(Command& c) {
       if (it != seqs_.end() && !it->second->paused) {
         Sequence& s = *it->second;
         s.paused = true;
-        tickets_.erase(s.ticket);
-        s.ticket = 0;
+        s.ticket = 0;  // its schedule entry is stale now
       }
       break;
     case Command::Kind::kResume:
@@ -173,15 +171,14 @@ void MockBackend::Apply(Command& c) {
         s.paused = false;
         // The first token still waits out its TTFT; later ones keep the rate.
         s.next_due = OnGrid(s.first_due_pending ? std::max(s.next_due, c.at) : c.at + interval_);
-        s.ticket = next_ticket_++;
-        schedule_.push({s.next_due, s.ticket});
-        tickets_[s.ticket] = &s;
+        Schedule(it->second);
       }
       break;
   }
 }
 
-void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
+void MockBackend::Produce(const std::shared_ptr<Sequence>& sp, stream::Clock::time_point now) {
+  Sequence& s = *sp;
   int32_t token = TokenAt(s.request.prompt_tokens, s.request.seed, s.produced);
   Log(s, token);
   std::string text = s.utf8.Push(tokenizer_->TokenBytes(token));
@@ -204,9 +201,12 @@ void MockBackend::Produce(Sequence& s, stream::Clock::time_point now) {
   s.stream->Append(stream::Event::Token(index, token, std::move(step.text)));
   s.next_due += interval_;
   if (s.next_due < now - 100 * interval_) s.next_due = OnGrid(now);  // don't burst after a stall
-  s.ticket = next_ticket_++;
-  schedule_.push({s.next_due, s.ticket});
-  tickets_[s.ticket] = &s;
+  Schedule(sp);
+}
+
+void MockBackend::Schedule(const std::shared_ptr<Sequence>& s) {
+  s->ticket = next_ticket_++;
+  schedule_.push(Due{s->next_due, s->ticket, s});
 }
 
 void MockBackend::Finish(Sequence& s, stream::FinishReason reason) {
@@ -221,8 +221,8 @@ void MockBackend::Finish(Sequence& s, stream::FinishReason reason) {
     live_--;
   }
   s.stream->Finish(stream::Event::Done(reason, prompt, s.produced));
-  if (s.ticket) tickets_.erase(s.ticket);
-  seqs_.erase(s.id);  // destroys s
+  s.ticket = 0;       // any schedule entry is stale
+  seqs_.erase(s.id);  // a stale entry may keep s alive until it is popped
 }
 
 void MockBackend::Run() {
@@ -231,12 +231,12 @@ void MockBackend::Run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Drop stale schedule entries (paused or finished sequences).
-      while (!schedule_.empty() && !tickets_.count(schedule_.top().second)) schedule_.pop();
+      while (!schedule_.empty() && schedule_.top().seq->ticket != schedule_.top().ticket) schedule_.pop();
       if (inbox_.empty() && !stopping_) {
         if (schedule_.empty()) {
           cv_.wait(lock, [&] { return !inbox_.empty() || stopping_; });
         } else {
-          cv_.wait_until(lock, schedule_.top().first, [&] { return !inbox_.empty() || stopping_; });
+          cv_.wait_until(lock, schedule_.top().when, [&] { return !inbox_.empty() || stopping_; });
         }
       }
       batch.swap(inbox_);
@@ -256,15 +256,12 @@ void MockBackend::Run() {
     for (auto& c : batch) Apply(c);
     batch.clear();
     auto now = stream::Clock::now();
-    while (!schedule_.empty() && schedule_.top().first <= now) {
-      uint64_t ticket = schedule_.top().second;
+    while (!schedule_.empty() && schedule_.top().when <= now) {
+      Due due = schedule_.top();
       schedule_.pop();
-      auto it = tickets_.find(ticket);
-      if (it == tickets_.end()) continue;
-      Sequence* s = it->second;
-      tickets_.erase(it);
-      s->ticket = 0;
-      Produce(*s, now);
+      if (due.seq->ticket != due.ticket) continue;  // paused, finished or rescheduled
+      due.seq->ticket = 0;
+      Produce(due.seq, now);
     }
   }
 }

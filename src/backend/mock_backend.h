@@ -94,7 +94,7 @@ class MockBackend : public Backend {
 
   void Run();
   void Apply(Command& c);
-  void Produce(Sequence& s, stream::Clock::time_point now);
+  void Produce(const std::shared_ptr<Sequence>& s, stream::Clock::time_point now);
   void Finish(Sequence& s, stream::FinishReason reason);
   void Log(Sequence& s, int32_t token);
 
@@ -117,10 +117,18 @@ class MockBackend : public Backend {
   size_t live_ = 0;
 
   // Owned by the producer thread:
-  std::unordered_map<std::string, std::unique_ptr<Sequence>> seqs_;
-  using Due = std::pair<stream::Clock::time_point, uint64_t>;  // (when, ticket)
+  std::unordered_map<std::string, std::shared_ptr<Sequence>> seqs_;
+  // The schedule: (when, ticket, sequence). An entry is live while its
+  // ticket is the sequence's current one (pausing, finishing or
+  // rescheduling changes it); it keeps its sequence alive until popped.
+  struct Due {
+    stream::Clock::time_point when;
+    uint64_t ticket;
+    std::shared_ptr<Sequence> seq;
+    bool operator>(const Due& o) const { return when != o.when ? when > o.when : ticket > o.ticket; }
+  };
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> schedule_;
-  std::unordered_map<uint64_t, Sequence*> tickets_;
+  void Schedule(const std::shared_ptr<Sequence>& s);
   uint64_t next_ticket_ = 1;
 
   std::thread thread_;

@@ -63,6 +63,16 @@ void AppendEventData(std::string* out, const stream::Event& ev, const EventConte
   *out += '}';
 }
 
+void AppendSseEvent(std::string* out, const stream::Event& ev, const EventContext& ctx) {
+  *out += "id: ";
+  *out += std::to_string(ev.seq);
+  *out += "\nevent: ";
+  *out += stream::EventTypeName(ev.type);
+  *out += "\ndata: ";
+  AppendEventData(out, ev, ctx);
+  *out += "\n\n";
+}
+
 void AppendWsEventMessage(std::string* out, const stream::Event& ev, const EventContext& ctx) {
   *out += "{\"stream\":";
   json::AppendQuoted(out, ctx.stream_id);

@@ -27,6 +27,10 @@ struct EventContext {
 
 // The event's data object (SSE `data:`).
 void AppendEventData(std::string* out, const stream::Event& ev, const EventContext& ctx);
+// The whole SSE record: `id: N\nevent: type\ndata: {…}\n\n`. The JSON has no
+// line break (strings are escaped), so it is one data line, written in place
+// (sse::AppendEvent's line splitting is not needed).
+void AppendSseEvent(std::string* out, const stream::Event& ev, const EventContext& ctx);
 // Our WebSocket message for the event: {"stream","seq","type"} then the
 // data object's members; an error event keeps its object under "error".
 void AppendWsEventMessage(std::string* out, const stream::Event& ev, const EventContext& ctx);

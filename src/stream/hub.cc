@@ -343,6 +343,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
     }
   }
   bool no_room = false;
+  e.subs[index].transport->stream_shared_ = e.subs.size() > 1;
   for (const EventPtr& ev : batch) {
     Sub& s = e.subs[index];
     DeliverResult r = s.transport->Deliver(*ev);
@@ -370,6 +371,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
     }
   }
   Sub& sub = e.subs[index];
+  sub.transport->EndBatch();
   sub.full = no_room;
   // A full batch taken whole: there may be more; the rest waits for the next
   // iteration (fairness), unless this was all there is.

@@ -112,8 +112,21 @@ ApiError SubscriberEnd(ErrorCode code, std::string message, uint64_t resume_from
 class Subscription {
  public:
   virtual ~Subscription() = default;
-  // Offer one event; kNoRoom means nothing was written.
+  // Offer one event; kNoRoom means nothing was written. kTaken may mean
+  // "accepted into the transport's batch" (see EndBatch).
   virtual DeliverResult Deliver(const Event& event) = 0;
+  // The hub has offered what it will in this service: a transport that
+  // gathers the events it took into one write does that write now.
+  virtual void EndBatch() {}
+
+  // Whether the stream had other subscribers when the hub began offering
+  // events (set by the hub): a format then caches an event's bytes for them
+  // (stream::Event::wire); a lone subscriber's bytes go straight out.
+  bool stream_shared() const { return stream_shared_; }
+
+ private:
+  friend class StreamHub;
+  bool stream_shared_ = false;
   // The terminal event was delivered: end the response normally.
   virtual void Complete() = 0;
   // Ended by the server without a terminal event (no id on the wire);

@@ -26,8 +26,14 @@ class WsSession::Slot : public stream::Subscription {
   stream::DeliverResult Deliver(const stream::Event& ev) override {
     WsConnection* ws = session_->ws_;
     if (session_->closed_ || ws == nullptr || !ws->open()) return stream::DeliverResult::kGone;
-    // Written once per event for every connection carrying the stream.
-    std::string& m = ev.wire[static_cast<int>(stream::Wire::kWebSocket)];
+    // With several subscribers, written once per event for all of them;
+    // a lone subscriber's bytes are written into its scratch.
+    std::string* cached = &ev.wire[static_cast<int>(stream::Wire::kWebSocket)];
+    if (cached->empty() && !stream_shared()) {
+      scratch_.clear();
+      cached = &scratch_;
+    }
+    std::string& m = *cached;
     if (m.empty()) sse::AppendWsEventMessage(&m, ev, sse::EventContext{id_, session_->options_.model});
     if (ws->buffered_bytes() + m.size() + kMaxFrameHeaderBytes + session_->options_.reserve_bytes >
         ws->max_output_bytes()) {
@@ -57,6 +63,7 @@ class WsSession::Slot : public stream::Subscription {
  private:
   WsSession* session_;
   std::string id_;
+  std::string scratch_;  // a lone subscriber's message
 };
 
 WsSession::WsSession(net::EventLoop* loop, stream::StreamHub* hub, GenerationStarter starter,

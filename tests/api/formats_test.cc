@@ -34,6 +34,8 @@ TEST(TokenWireSseFormat, WritesOurEventsWithTheirIds) {
 // again (a planted value shows which happened).
 TEST(TokenWireSseFormat, AnEventIsEncodedOnceForAllItsSubscribers) {
   TokenWireSseFormat first("s_1", "gpt2"), second("s_1", "gpt2");
+  first.SetShared(true);
+  second.SetShared(true);
   stream::Event ev = stream::Event::Token(4, 318, " is");
   ev.seq = 9;
   const std::string& cache = ev.wire[static_cast<int>(stream::Wire::kSse)];
@@ -44,6 +46,14 @@ TEST(TokenWireSseFormat, AnEventIsEncodedOnceForAllItsSubscribers) {
   ev.wire[static_cast<int>(stream::Wire::kSse)] = "planted\n\n";
   second.AppendEvent(ev, &b);
   EXPECT_EQ(b, "planted\n\n");
+  // A lone subscriber's bytes go straight out: nothing is cached.
+  stream::Event lone = stream::Event::Token(5, 318, " is");
+  lone.seq = 10;
+  std::string c;
+  TokenWireSseFormat only("s_1", "gpt2");
+  only.AppendEvent(lone, &c);
+  EXPECT_EQ(c, "id: 10\nevent: token\ndata: {\"index\":5,\"token\":318,\"text\":\" is\"}\n\n");
+  EXPECT_TRUE(lone.wire[static_cast<int>(stream::Wire::kSse)].empty());
 }
 
 }  // namespace

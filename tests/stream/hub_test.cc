@@ -76,6 +76,7 @@ class FakeSub : public Subscription {
     if (room == 0) return DeliverResult::kNoRoom;
     if (room > 0) room--;
     seqs.push_back(ev.seq);
+    shared_seen.push_back(stream_shared());
     return DeliverResult::kTaken;
   }
   void Complete() override {
@@ -107,6 +108,7 @@ class FakeSub : public Subscription {
   bool ended = false;
   ApiError end;
   std::vector<uint64_t> seqs;
+  std::vector<bool> shared_seen;  // stream_shared() at each delivery
 };
 
 struct HubFixture {
@@ -217,6 +219,28 @@ TEST(Hub, AHeldTokenIsDeliveredWithinTheIntervalBound) {
   const auto waited = std::chrono::steady_clock::now() - t0;
   EXPECT_LT(waited, std::chrono::milliseconds(20 + 200)) << "held past the bound (plus scheduling slack)";
   EXPECT_TRUE(Contiguous(sub.Seqs(), 1, 4));
+}
+
+// A transport learns whether its stream has other subscribers (so a format
+// caches an event's bytes only for a fan-out).
+TEST(Hub, TransportsLearnWhetherTheirStreamIsShared) {
+  HubFixture f;
+  FakeSub a, b;
+  auto s = f.Start(Policy::kDropSlow, &a);
+  s->Append(Event::Token(0, 1, "x"));
+  ASSERT_TRUE(WaitFor([&] { return a.Seqs().size() == 2; }));
+  f.lt.Call([&] {
+    uint64_t oldest;
+    EXPECT_EQ(f.hub->Attach(s, &b, 2, &oldest), Stream::AttachResult::kOk);
+    return 0;
+  });
+  s->Append(Event::Token(1, 1, "y"));
+  ASSERT_TRUE(WaitFor([&] { return a.Seqs().size() == 3 && b.Seqs().size() == 1; }));
+  std::lock_guard<std::mutex> la(a.mu), lb(b.mu);
+  EXPECT_FALSE(a.shared_seen[0]);
+  EXPECT_FALSE(a.shared_seen[1]);
+  EXPECT_TRUE(a.shared_seen[2]);
+  EXPECT_TRUE(b.shared_seen[0]);
 }
 
 TEST(Hub, LiveDeliveryCompletesOnTerminalEvent) {
