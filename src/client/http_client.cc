@@ -38,6 +38,13 @@ std::string FormatRequest(const Request& request, uint16_t port) {
   return out;
 }
 
+void WidenReceiveWindow(int fd) {
+  int bytes = 1 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  int clamp = 65535;  // the most a connection without window scaling can offer
+  ::setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof clamp);
+}
+
 HttpClient::HttpClient(ClientOptions options) : options_(options), parser_(options.limits) {}
 
 HttpClient::~HttpClient() { Close(); }

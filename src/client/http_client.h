@@ -59,6 +59,12 @@ struct Response {
 // The request's bytes as SendRequest writes them (exposed for tests).
 std::string FormatRequest(const Request& request, uint16_t port);
 
+// For a reader that was slow (a small rcvbuf_bytes) and now reads at full
+// speed: widens fd's receive buffer and window. With a window below the
+// sender's segment size, Linux sends only on its 200 ms persist probes, so a
+// 4 KB receive buffer turns "read everything now" into a few KB per probe.
+void WidenReceiveWindow(int fd);
+
 class HttpClient {
  public:
   // Receives body bytes; return false to stop reading (ReadBody returns OK

@@ -130,6 +130,8 @@ class Tokenizer {
   void MergePiece(std::string_view piece, std::vector<TokenId>* out) const;
 
   std::vector<std::string> token_bytes_;  // raw bytes, indexed by id
+  std::string token_arena_;               // every token's bytes, in id order (TokenBytes)
+  std::vector<uint32_t> token_offsets_;   // (vocab + 1) where token i's bytes begin
   TokenId byte_token_[256] = {};          // the single-byte tokens
   std::unordered_map<uint64_t, Merge> merges_;  // PairKey(left, right) -> merge
   TokenId end_of_text_id_ = -1;

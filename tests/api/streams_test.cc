@@ -294,6 +294,7 @@ PolicyRun StallThenRead(AppServer& srv, const std::string& policy, int stall_ms)
   run.id = std::string(HeaderOf(c.result().head, "X-Stream-Id"));
   EXPECT_TRUE(c.ReadEvents().ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+  client::WidenReceiveWindow(c.http().fd());  // the reader is back, at full speed
   c.mutable_result().stopped = false;
   client::SseOptions rest;
   // Read everything that is left on this connection.
@@ -353,6 +354,7 @@ TEST(Streams, PauseProducerStopsGenerationForASlowReader) {
   }));
   EXPECT_LT(produced, 6000u);
   // Now read everything: it resumes and completes with nothing lost.
+  client::WidenReceiveWindow(c.http().fd());
   c.mutable_result().stopped = false;
   ASSERT_TRUE(c.ReadEvents([](const sse::Event&) { return true; }).ok());
   Collected got;

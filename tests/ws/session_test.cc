@@ -296,6 +296,7 @@ SlowRun StallThenRead(AppServer& srv, const std::string& policy, int stall_ms, W
   EXPECT_TRUE(c.Connect(srv.port(), "/v1/ws").ok());
   run.id = Generate(c, R"("prompt":"slow","max_new_tokens":6000,"policy":")" + policy + "\"", &run.got);
   std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+  c.WidenReceiveWindow();  // the reader is back, at full speed
   json::Value m;
   while (!run.got.done && run.got.errors.empty() && ReadJson(c, &m)) Absorb(m, &run.got);
   return run;
@@ -356,6 +357,7 @@ TEST(WsSession, PauseProducerPausesForASlowReaderAndLosesNothing) {
     return before == produced && paused();
   }));
   EXPECT_LT(produced, 6000u);
+  c.WidenReceiveWindow();  // the reader is back, at full speed
   ReadUntilDone(c, &got);
   EXPECT_TRUE(got.errors.empty());
   EXPECT_TRUE(Contiguous(got.seqs));

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "client/http_client.h"
 #include "ws/base64.h"
 #include "ws/handshake.h"
 
@@ -136,6 +137,8 @@ bool WsTestClient::Fill(int timeout_ms) {
   in_.append(buf, static_cast<size_t>(n));
   return true;
 }
+
+void WsTestClient::WidenReceiveWindow() { client::WidenReceiveWindow(fd_); }
 
 WsTestClient::Read WsTestClient::ReadFrame(Frame* f, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -65,6 +65,9 @@ class WsTestClient {
   void Disconnect();
   void DisconnectWithReset();
   int fd() const { return fd_; }
+  // A reader that was slow (small rcvbuf_bytes) and now reads at full speed
+  // (client::WidenReceiveWindow).
+  void WidenReceiveWindow();
 
   int rcvbuf_bytes = 0;  // SO_RCVBUF before connecting (0: kernel default)
   std::vector<std::string> pongs;  // payloads of pongs seen by ReadMessage
