@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <queue>
 #include <utility>
@@ -251,14 +252,13 @@ Status Tokenizer::LoadFromMemory(std::string_view vocab_json, std::string_view v
   }
 
   t.cache_ = std::make_unique<Cache>();
-  // One contiguous copy of every token's bytes (the decode hot path reads
-  // it: ~0.5 MB that stays in the caches, instead of 50k separate strings).
-  t.token_offsets_.reserve(t.token_bytes_.size() + 1);
-  for (const std::string& b : t.token_bytes_) {
-    t.token_offsets_.push_back(static_cast<uint32_t>(t.token_arena_.size()));
-    t.token_arena_ += b;
+  t.short_tokens_.assign(t.token_bytes_.size(), ShortToken{kLongToken, {}});
+  for (size_t id = 0; id < t.token_bytes_.size(); ++id) {
+    const std::string& b = t.token_bytes_[id];
+    if (b.size() > sizeof(ShortToken::bytes)) continue;
+    t.short_tokens_[id].len = static_cast<uint8_t>(b.size());
+    std::memcpy(t.short_tokens_[id].bytes, b.data(), b.size());
   }
-  t.token_offsets_.push_back(static_cast<uint32_t>(t.token_arena_.size()));
   *out = std::move(t);
   return Status::Ok();
 }
@@ -410,9 +410,10 @@ std::vector<TokenId> Tokenizer::EncodeWithSpecial(std::string_view text) const {
 // ---- decoding ---------------------------------------------------------------------
 
 std::string_view Tokenizer::TokenBytes(TokenId id) const {
-  if (id < 0 || static_cast<size_t>(id) + 1 >= token_offsets_.size()) return {};
-  const uint32_t begin = token_offsets_[static_cast<size_t>(id)];
-  return std::string_view(token_arena_).substr(begin, token_offsets_[static_cast<size_t>(id) + 1] - begin);
+  if (id < 0 || static_cast<size_t>(id) >= short_tokens_.size()) return {};
+  const ShortToken& t = short_tokens_[static_cast<size_t>(id)];
+  if (t.len != kLongToken) return std::string_view(t.bytes, t.len);
+  return token_bytes_[static_cast<size_t>(id)];
 }
 
 Status Tokenizer::Decode(std::span<const TokenId> ids, std::string* out) const {

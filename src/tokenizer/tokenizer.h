@@ -130,8 +130,15 @@ class Tokenizer {
   void MergePiece(std::string_view piece, std::vector<TokenId>* out) const;
 
   std::vector<std::string> token_bytes_;  // raw bytes, indexed by id
-  std::string token_arena_;               // every token's bytes, in id order (TokenBytes)
-  std::vector<uint32_t> token_offsets_;   // (vocab + 1) where token i's bytes begin
+  // TokenBytes' table: a token of up to 15 bytes in one 16-byte record (one
+  // cache line holds four), so decoding a token costs one memory access;
+  // len kLongToken sends the rare longer ones to token_bytes_.
+  struct ShortToken {
+    uint8_t len;
+    char bytes[15];
+  };
+  static constexpr uint8_t kLongToken = 0xFF;
+  std::vector<ShortToken> short_tokens_;
   TokenId byte_token_[256] = {};          // the single-byte tokens
   std::unordered_map<uint64_t, Merge> merges_;  // PairKey(left, right) -> merge
   TokenId end_of_text_id_ = -1;

@@ -40,6 +40,7 @@ class Utf8StreamDecoder {
   size_t held_bytes() const { return held_len_; }
 
  private:
+  void PushByte(char c, std::string* out);  // one byte through the state machine
   void Reset();
 
   char held_[kMaxHeldBytes] = {};

@@ -133,6 +133,26 @@ TEST(Tokenizer, SizesAndSpecialToken) {
   EXPECT_EQ(t.EncodeWithSpecial("<|endoftext|>"), (std::vector<TokenId>{50256}));
 }
 
+// TokenBytes keeps short tokens in fixed records and longer ones apart:
+// every id of encoder.json, both kinds, spells back to its key.
+TEST(Tokenizer, TokenBytesOfEveryTokenSpellsItsKey) {
+  const Tokenizer& t = SharedTokenizer();
+  json::Value encoder;
+  json::ParseLimits lim;
+  lim.max_bytes = 4 << 20;
+  ASSERT_TRUE(json::Parse(EmbeddedEncoderJson(), &encoder, lim).ok());
+  size_t longer_than_15 = 0, checked = 0;
+  for (const auto& [spelling, id] : encoder.members()) {
+    std::string_view bytes = t.TokenBytes(static_cast<TokenId>(id.as_int()));
+    if (spelling == "<|endoftext|>") continue;  // the special token is not byte-mapped
+    ASSERT_EQ(MapTokenBytes(bytes), spelling) << id.as_int();
+    if (bytes.size() > 15) longer_than_15++;
+    checked++;
+  }
+  EXPECT_EQ(checked, 50256u);
+  EXPECT_GT(longer_than_15, 0u);
+}
+
 TEST(Tokenizer, TokenBytesAndDecodeOfBadIds) {
   const Tokenizer& t = SharedTokenizer();
   EXPECT_EQ(t.TokenBytes(0), "!");
