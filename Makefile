@@ -148,12 +148,20 @@ endef
 $(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
 
 # Test binaries run one after another (the loopback tests use ports and
-# threads of their own); each build step above is parallel.
+# threads of their own); each build step above is parallel. Each binary's
+# output is also kept in $(BUILD)/test-logs/, and the failures are printed
+# again at the end, so the tail of a long log names what failed.
 test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
-	@set -e; pass=0; fail=0; for t in $(TEST_BINS); do \
-	  echo "== $$t"; \
-	  if $$t --gtest_brief=1; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
-	done; echo "$$pass passed, $$fail failed"; test $$fail -eq 0
+	@set -e; mkdir -p $(BUILD)/test-logs; pass=0; fail=0; failed=""; for t in $(TEST_BINS); do \
+	  echo "== $$t"; log=$(BUILD)/test-logs/$$(basename $$t).log; \
+	  { $$t --gtest_brief=1 && echo 0 > $$log.rc || echo $$? > $$log.rc; } 2>&1 | tee $$log; \
+	  if [ "$$(cat $$log.rc)" = 0 ]; then pass=$$((pass+1)); \
+	  else fail=$$((fail+1)); failed="$$failed $$t"; fi; \
+	done; \
+	for t in $$failed; do echo "== FAILED: $$t"; \
+	  grep -E -A12 '^\[  FAILED  \]|Failure$$|: Failure|^==[0-9]+==|WARNING: ThreadSanitizer|runtime error' \
+	    $(BUILD)/test-logs/$$(basename $$t).log | head -80; done; \
+	echo "$$pass passed, $$fail failed$${failed:+ (}$${failed# }$${failed:+)}"; test $$fail -eq 0
 
 # ---- GPU build and tests (kernels/kernels.mk) -------------------------------
 # make test-gpu: the GPU suites, each kernel against its CPU reference and the

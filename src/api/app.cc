@@ -50,6 +50,12 @@ class CollectSubscription : public stream::Subscription {
       : responder_(std::move(r)), stream_id_(std::move(stream_id)), done_(std::move(done)) {}
 
   stream::DeliverResult Deliver(const stream::Event& ev) override {
+    if (responder_.closed()) {
+      // The client left before its answer: detach, so the stream's linger
+      // runs and then cancels the generation (as for a stream's reader).
+      Finish();
+      return stream::DeliverResult::kGone;
+    }
     if (ev.type == stream::EventType::kToken) {
       tokens_.push_back(ev.token);
       text_ += ev.text;
@@ -382,7 +388,8 @@ void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r,
       });
   subscriptions_[sub.get()] = sub;
   uint64_t oldest = 0;
-  stream::Stream::AttachResult res = hub_->Attach(s, sub.get(), after, &oldest);
+  uint64_t head = 0;
+  stream::Stream::AttachResult res = hub_->Attach(s, sub.get(), after, &oldest, &head);
   if (res == stream::Stream::AttachResult::kOk) {
     // Headers go out now even if no event is due yet (a resume at the head).
     if (subscriptions_.count(sub.get())) sub->Start();
@@ -397,6 +404,8 @@ void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r,
                                     std::to_string(oldest));
     e.oldest_available = static_cast<int64_t>(oldest);
     keep.SendError(e, CorsHeaders());
+  } else if (res == stream::Stream::AttachResult::kPastHead) {
+    keep.SendError(stream::ResumePastHeadError(s->id(), after, head, s->finished()), CorsHeaders());
   } else {
     keep.SendError(503, "overloaded", "too many subscribers on this stream (--max-subscribers)",
                    true, {}, {{"Retry-After", "1"}});
@@ -434,6 +443,14 @@ void App::HandleGenerate(const http::Request& req, http::Responder r) {
 }
 
 void App::HandleEvents(const http::Request& req, http::Responder r) {
+  if (shutting_down_) {
+    // Its generation was cancelled by the drain: a resume here could only
+    // end in `cancelled`. Retryable: the client learns to start again.
+    http::Headers h = CorsHeaders();
+    h.emplace_back("Retry-After", "1");
+    r.SendError(503, "shutting_down", "the server is shutting down", true, {}, h);
+    return;
+  }
   std::string id(r.Param("id"));
   auto s = hub_->Find(id);
   if (!s) {
@@ -475,6 +492,12 @@ void App::HandleStatus(const http::Request&, http::Responder r) {
   w.String(s->id());
   w.Key("state");
   w.String(s->finished() ? "finished" : hub_->paused(*s) ? "paused" : "running");
+  // How it ended, once it has: done's finish_reason (length, stop, eos,
+  // cancelled) or "error" for an error event.
+  if (stream::EventPtr end = s->terminal_event()) {
+    w.Key("finish_reason");
+    w.String(end->type == stream::EventType::kDone ? stream::FinishReasonName(end->finish_reason) : "error");
+  }
   w.Key("policy");
   w.String(stream::PolicyName(hub_->policy_of(*s)));
   w.Key("last_event_id");
@@ -512,8 +535,14 @@ bool App::ParseJsonBody(const http::Request& req, http::Responder& r, json::Valu
     ApiError e = ApiError::Make(ErrorCode::kInvalidJson, st.message());
     e.offset = static_cast<int64_t>(off);
     SendRequestError(r, e);
+    return false;
   }
-  return st.ok();
+  std::string dup;
+  if (json::FindDuplicateKey(*out, &dup)) {
+    SendRequestError(r, DuplicateKeyError(dup));
+    return false;
+  }
+  return true;
 }
 
 void App::HandleTokenize(const http::Request& req, http::Responder r) {

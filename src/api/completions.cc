@@ -197,6 +197,11 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
                   "the body is not valid JSON (byte " + std::to_string(offset) + "): " + st.message(),
                   ErrorCode::kInvalidJson);
   }
+  std::string dup;
+  if (json::FindDuplicateKey(v, &dup)) {
+    *err = DuplicateKeyError(dup);
+    return false;
+  }
   if (!v.is_object()) return Refuse(err, 400, "", "the body must be a JSON object");
 
   CompletionRequest& r = *out;

@@ -62,7 +62,7 @@ const IntFlag kIntFlags[] = {
     {"--keep-alive-idle-ms", &Config::keep_alive_idle_ms, 10, 86400000,
      "idle keep-alive connections are closed after this"},
     {"--max-output-bytes", &Config::max_output_bytes, 4096, 1 << 30,
-     "per-connection output buffer (user space) for streams"},
+     "per-connection output buffer (user space); no input is read while it is over"},
     {"--socket-send-buffer-bytes", &Config::socket_send_buffer_bytes, 0, 1 << 30,
      "SO_SNDBUF of each connection (0 = the kernel's autotuned default)"},
     {"--max-write-bytes-per-iteration", &Config::max_write_bytes_per_iteration, 1024, 1 << 30,

@@ -29,6 +29,29 @@ Status ParseRequestJson(std::string_view body, const RequestBounds& bounds, json
   return json::Parse(body, out, limits, offset);
 }
 
+ApiError DuplicateKeyError(const std::string& path) {
+  ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, 400,
+                              "key '" + path + "' appears twice; give each field once");
+  e.param = path;
+  return e;
+}
+
+bool ParseRequestBody(std::string_view body, const RequestBounds& bounds, json::Value* out, ApiError* err) {
+  size_t offset = 0;
+  Status st = ParseRequestJson(body, bounds, out, &offset);
+  if (!st.ok()) {
+    Fail(err, 400, ErrorCode::kInvalidJson, st.message());
+    err->offset = static_cast<int64_t>(offset);
+    return false;
+  }
+  std::string dup;
+  if (json::FindDuplicateKey(*out, &dup)) {
+    *err = DuplicateKeyError(dup);
+    return false;
+  }
+  return true;
+}
+
 bool StopValues(const json::Value& v, std::vector<const json::Value*>* items) {
   items->clear();
   if (v.is_string()) {
@@ -46,13 +69,7 @@ bool ParseGenerationRequest(std::string_view body, const tokenizer::Tokenizer& t
                             ParsedGeneration* out, ApiError* err,
                             std::initializer_list<std::string_view> allow_extra) {
   json::Value v;
-  size_t offset = 0;
-  Status st = ParseRequestJson(body, bounds, &v, &offset);
-  if (!st.ok()) {
-    Fail(err, 400, ErrorCode::kInvalidJson, st.message());
-    err->offset = static_cast<int64_t>(offset);
-    return false;
-  }
+  if (!ParseRequestBody(body, bounds, &v, err)) return false;
   return ParseGenerationObject(v, tokenizer, bounds, default_policy, out, err, allow_extra);
 }
 

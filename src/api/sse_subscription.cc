@@ -124,6 +124,9 @@ void SseSubscription::EndBatch() {
 void SseSubscription::Complete() {
   if (done_) return;
   EndBatch();
+  // Completed before any event: a resume after the terminal event, answered
+  // with a complete, empty event stream (DECISIONS.md).
+  if (!writer_) EnsureStarted();
   if (writer_) writer_->Finish();
   Done();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -110,12 +111,25 @@ const char* IsaName(Isa isa) {
   return "unknown";
 }
 
-bool IsaSupported(Isa isa) { return CpuHas(isa); }
+bool IsaSupported(Isa isa) { return CpuHas(isa) && static_cast<int>(isa) <= static_cast<int>(BestIsa()); }
+
+namespace {
+// TW_CPU_MAX_ISA=scalar|avx2|avx512 caps the level this process treats as the
+// CPU's best, so a machine with AVX-512 can run everything (tests, benches,
+// the server) as an AVX2-only or scalar machine would.
+Isa DetectBest() {
+  Isa best = CpuHas(Isa::kAvx512) ? Isa::kAvx512 : CpuHas(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+  if (const char* cap = std::getenv("TW_CPU_MAX_ISA")) {
+    for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+      if (std::strcmp(cap, IsaName(i)) == 0 && static_cast<int>(i) < static_cast<int>(best)) best = i;
+    }
+  }
+  return best;
+}
+}  // namespace
 
 Isa BestIsa() {
-  static const Isa best = CpuHas(Isa::kAvx512) ? Isa::kAvx512
-                          : CpuHas(Isa::kAvx2) ? Isa::kAvx2
-                                               : Isa::kScalar;
+  static const Isa best = DetectBest();
   return best;
 }
 
@@ -125,7 +139,7 @@ Isa ActiveIsa() {
 }
 
 Status ForceIsa(Isa isa) {
-  if (!CpuHas(isa)) {
+  if (!CpuHas(isa) || static_cast<int>(isa) > static_cast<int>(BestIsa())) {
     return Status::Error(std::string("ForceIsa: this CPU does not support ") + IsaName(isa) +
                          " (best available: " + IsaName(BestIsa()) + ")");
   }

@@ -7,7 +7,9 @@
 // (kernels_simd.inc) into three translation units with different target
 // pragmas. The level is chosen at run time from __builtin_cpu_supports, so
 // one static binary runs on any x86-64; ForceIsa() pins a level for tests
-// and benchmarks.
+// and benchmarks. The environment variable TW_CPU_MAX_ISA (scalar, avx2,
+// avx512) caps the level a process treats as the CPU's best (BestIsa), to run
+// everything as a machine without AVX-512 (or without AVX2) would.
 //
 // Weights for Matmul are repacked once at load time ("panel-major": for each
 // panel of kPanelWidth = 16 output columns, `in` rows of 16 floats; the last
@@ -37,7 +39,7 @@ namespace tw::cpu {
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 const char* IsaName(Isa isa);  // "scalar", "avx2", "avx512"
-bool IsaSupported(Isa isa);    // by this CPU and this build
+bool IsaSupported(Isa isa);    // by this CPU and this build (and TW_CPU_MAX_ISA)
 Isa BestIsa();                 // the widest supported level
 Isa ActiveIsa();               // what the kernels use now (BestIsa() by default)
 Status ForceIsa(Isa isa);      // error if this CPU lacks it

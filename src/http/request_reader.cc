@@ -59,6 +59,10 @@ bool RequestReader::head_in_progress() const {
   return state_ == State::kHead && buf_.size() > start_;
 }
 
+bool RequestReader::request_in_progress() const {
+  return head_in_progress() || state_ == State::kBodyLength || state_ == State::kBodyChunked;
+}
+
 bool RequestReader::closed() const { return state_ == State::kClosed; }
 
 bool RequestReader::upgrade_pending() const { return state_ == State::kUpgradePending; }

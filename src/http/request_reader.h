@@ -148,6 +148,9 @@ class RequestReader {
   // True while a request head has started arriving but is not complete (for
   // the header-read deadline).
   bool head_in_progress() const;
+  // True while a request has started arriving and is not complete: its head,
+  // or its body after a complete head (for the same deadline).
+  bool request_in_progress() const;
   // Received bytes not yet consumed by the parser (input buffer only; the body
   // of the request being assembled is not counted).
   size_t buffered_bytes() const;

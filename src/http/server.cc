@@ -54,6 +54,12 @@ class HttpConnection : public net::ConnectionHandler,
       return;
     }
     if (stream_) stream_->NotifyWritable();
+    if (output_full_) {
+      // The client read enough of the responses it had queued: take its
+      // next pipelined request.
+      output_full_ = false;
+      ProcessInput();
+    }
   }
   void OnClosed() override {
     CancelTimers();
@@ -82,7 +88,7 @@ class HttpConnection : public net::ConnectionHandler,
     h.framing = BodyFraming::kContentLength;
     h.content_length = body.size();
     h.close = close_after_;
-    h.keep_alive_http10 = http10_;
+    h.keep_alive_http10 = http10_ && !close_after_;
     h.extra = &extra;
     std::string head = BuildResponseHead(h);
     std::string_view parts[2] = {head, body};
@@ -253,6 +259,15 @@ class HttpConnection : public net::ConnectionHandler,
     if (processing_) return;  // the running loop below picks the next request up
     processing_ = true;
     while (!in_flight_ && !conn_.closed() && !conn_.closing()) {
+      // A client that pipelines requests and does not read the answers: no
+      // next request while its queued output is over the bound (reading
+      // stops below; the kernel's buffers and TCP flow control hold the
+      // rest), so what it costs is bounded by max_output_bytes plus one
+      // response, whatever the responses are. OnDrained picks up again.
+      if (conn_.buffered_bytes() > conn_.limits().max_output_bytes) {
+        output_full_ = true;
+        break;
+      }
       RequestReader::Event ev = reader_.Next(&request_);
       if (ev == RequestReader::Event::kNeedMore) break;
       if (ev == RequestReader::Event::kContinue) {
@@ -267,9 +282,14 @@ class HttpConnection : public net::ConnectionHandler,
     }
     processing_ = false;
     if (in_flight_ || conn_.closed() || conn_.closing()) return;
+    if (output_full_) {
+      conn_.SetReading(false);
+      ArmDeadline(Wait::kNone, 0);  // waiting on the client's reading, not its request
+      return;
+    }
     conn_.SetReading(true);
     const ServerOptions& o = server_->options_;
-    if (reader_.head_in_progress() || reader_.buffered_bytes() > 0) {
+    if (reader_.request_in_progress() || reader_.buffered_bytes() > 0) {
       ArmDeadline(Wait::kRequest, o.header_timeout_ms);
     } else {
       ArmDeadline(Wait::kIdle, o.keep_alive_idle_ms);
@@ -282,7 +302,7 @@ class HttpConnection : public net::ConnectionHandler,
     responded_ = false;
     ++seq_;
     close_after_ = !request_.keep_alive || server_->shutting_down_;
-    http10_ = request_.minor_version == 0 && !close_after_;
+    http10_ = request_.minor_version == 0;
     conn_.SetReading(false);
     Responder r(weak_from_this(), seq_);
     if (server_->router_ != nullptr) {
@@ -318,8 +338,9 @@ class HttpConnection : public net::ConnectionHandler,
   bool in_flight_ = false;          // dispatched, response not complete
   bool responded_ = false;          // a response head went out for seq_
   bool close_after_ = false;        // close once the response is complete
-  bool http10_ = false;             // HTTP/1.0 keep-alive client
+  bool http10_ = false;             // an HTTP/1.0 request (no chunked coding)
   bool processing_ = false;         // inside ProcessInput
+  bool output_full_ = false;        // input paused: queued output over max_output_bytes
   std::shared_ptr<StreamWriter> stream_;  // the current streaming response
   std::unique_ptr<net::ConnectionHandler> upgraded_;  // after Upgrade: gets all events
   Wait wait_ = Wait::kNone;
@@ -486,10 +507,6 @@ Status Server::Start() {
 
 void Server::OnAccept(int fd) {
   m_accepted_->Inc();
-  if (shutting_down_) {
-    net::SendAndClose(fd, {});
-    return;
-  }
   if (conns_.size() >= options_.max_connections) {
     m_rejected_->Inc();
     std::string body = ErrorEnvelope(
@@ -537,7 +554,10 @@ void Server::Remove(HttpConnection* c) {
 void Server::BeginShutdown(std::function<void()> on_idle) {
   shutting_down_ = true;
   on_idle_ = std::move(on_idle);
-  listener_.Close();
+  // The listener stays open while draining: health probes and late requests
+  // are answered (each connection closes after one response) rather than
+  // refused by the kernel, so a load balancer sees /readyz fail (DESIGN.md
+  // §8, docs/deploy.md).
   std::vector<HttpConnection*> all;
   for (auto& [ptr, c] : conns_) all.push_back(ptr);
   for (HttpConnection* c : all) {

@@ -34,8 +34,10 @@
 //   - HEAD is not special: unless a route registers it, it gets 404/405.
 // Over max_connections: the new connection is accepted, answered 503
 // "overloaded" (retryable, "Retry-After: 1", "Connection: close") and closed;
-// it never gets a slot. After BeginShutdown the listening socket is closed, so
-// new connects are refused by the kernel.
+// it never gets a slot. After BeginShutdown (draining) the listening socket
+// stays open: a new connection is served as usual but closed after its first
+// response ("Connection: close"), so health probes are answered while the
+// streams in flight finish; the routes decide what a draining server says.
 //
 // Protocol switch (WebSocket): Responder::Upgrade writes the 101 head, takes
 // the bytes the reader holds past the request, and gives the net::Connection
@@ -196,9 +198,9 @@ class Server {
   // Binds, listens and starts accepting. On the loop thread or before Run().
   Status Start();
   int port() const { return listener_.port(); }
-  // Stops accepting (listening socket closed), closes idle keep-alive
-  // connections, lets in-flight responses finish (then closes them) and
-  // calls on_idle (posted to the loop) once no connection is left.
+  // Draining: closes idle keep-alive connections, lets in-flight responses
+  // finish (then closes them), serves new connections one response each,
+  // and calls on_idle (posted to the loop) once no connection is left.
   void BeginShutdown(std::function<void()> on_idle);
   bool shutting_down() const { return shutting_down_; }
   // THREAD-SAFE. Open connections (including ones closing after a flush).

@@ -10,6 +10,10 @@ void AppendErrorObject(std::string* out, const ApiError& e) {
   *out += "\",\"message\":";
   json::AppendQuoted(out, e.message);
   *out += e.retryable ? ",\"retryable\":true" : ",\"retryable\":false";
+  if (!e.param.empty()) {
+    *out += ",\"param\":";
+    json::AppendQuoted(out, e.param);
+  }
   if (e.offset >= 0) {
     *out += ",\"offset\":";
     *out += std::to_string(e.offset);

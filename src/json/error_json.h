@@ -1,6 +1,7 @@
 // The API's error (common/api_error.h) in JSON, DESIGN.md §4:
 //   object    {"type":"prompt_too_long","message":"…","retryable":false}
-//             plus the optional fields that are set: offset, retry_after_ms,
+//             plus the optional fields that are set: param (the request
+//             field at fault), offset, retry_after_ms,
 //             resume_from, oldest_available
 //   envelope  {"error":{…object…}}
 // Used by the HTTP responder (error responses), our SSE and WebSocket event

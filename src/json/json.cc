@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <system_error>
+#include <unordered_set>
 
 #include "json/utf8.h"
 
@@ -78,6 +80,60 @@ void Value::Push(Value v) {
 
 void Value::Set(std::string key, Value v) {
   if (kind_ == Kind::kObject) members_.emplace_back(std::move(key), std::move(v));
+}
+
+// ---- Duplicate keys ---------------------------------------------------------
+
+namespace {
+
+bool FindDuplicateIn(const Value& v, std::string* path) {
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.items().size(); i++) {
+      std::string sub;
+      if (FindDuplicateIn(v.items()[i], &sub)) {
+        *path = "[" + std::to_string(i) + "]" + (sub.empty() || sub[0] == '[' ? "" : ".") + sub;
+        return true;
+      }
+    }
+    return false;
+  }
+  if (!v.is_object()) return false;
+  const std::vector<Value::Member>& m = v.members();
+  // Few members (every request we read): compare pairwise; many: a set.
+  if (m.size() <= 16) {
+    for (size_t i = 1; i < m.size(); i++) {
+      for (size_t j = 0; j < i; j++) {
+        if (m[i].first == m[j].first) {
+          *path = m[i].first;
+          return true;
+        }
+      }
+    }
+  } else {
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(m.size());
+    for (const Value::Member& kv : m) {
+      if (!seen.insert(kv.first).second) {
+        *path = kv.first;
+        return true;
+      }
+    }
+  }
+  for (const Value::Member& kv : m) {
+    std::string sub;
+    if (FindDuplicateIn(kv.second, &sub)) {
+      *path = kv.first + (sub[0] == '[' ? "" : ".") + sub;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool FindDuplicateKey(const Value& v, std::string* path) {
+  path->clear();
+  return FindDuplicateIn(v, path);
 }
 
 // ---- Parser -------------------------------------------------------------------

@@ -107,6 +107,14 @@ class Value {
 Status Parse(std::string_view text, Value* out, const ParseLimits& limits = ParseLimits(),
              size_t* error_offset = nullptr);
 
+// Whether some object in `v` (at any depth) has a key twice. RFC 8259 allows
+// it ("names SHOULD be unique") and Parse keeps every member (Find: the last
+// wins), so a reader that wants exactly one value per key asks this after
+// parsing. On true, *path names the first such key in document order, with
+// its enclosing keys and array indexes ("prompt", "stream_options.x",
+// "messages[2].role"). Linear in the size of `v`; recursion as deep as `v`.
+bool FindDuplicateKey(const Value& v, std::string* path);
+
 // Appends `s` as a JSON string literal (with quotes) to *out.
 void AppendQuoted(std::string* out, std::string_view s);
 

@@ -38,6 +38,13 @@ ApiError SubscriberEnd(ErrorCode code, std::string message, uint64_t resume_from
   return e;
 }
 
+ApiError ResumePastHeadError(std::string_view stream_id, uint64_t after, uint64_t head, bool finished) {
+  std::string m = "event " + std::to_string(after) + " does not exist: stream '" + std::string(stream_id) +
+                  (finished ? "' finished with event " : "' has produced events up to ") +
+                  std::to_string(head) + "; resume after an event id you received";
+  return ApiError::Make(ErrorCode::kInvalidRequest, std::move(m));
+}
+
 StreamHub::StreamHub(net::EventLoop* loop, ProducerControl* producer, const HubOptions& options)
     : loop_(loop),
       producer_(producer),
@@ -136,6 +143,8 @@ void StreamHub::Abandon(const std::shared_ptr<Stream>& s) {
   StopTimer(&it->second.retain_timer);
   entries_.erase(it);
   erasures_++;
+  // It never existed for anyone: created - finished counts live streams.
+  counters_.streams_created--;
 }
 
 StreamHub::Entry* StreamHub::EntryFor(const Stream& s) {
@@ -158,11 +167,12 @@ StreamHub::Entry* StreamHub::EntryForSub(Subscription* sub, size_t* index) {
 }
 
 Stream::AttachResult StreamHub::Attach(const std::shared_ptr<Stream>& s, Subscription* sub,
-                                       uint64_t after_seq, uint64_t* oldest_available) {
+                                       uint64_t after_seq, uint64_t* oldest_available,
+                                       uint64_t* head) {
   Entry* e = EntryFor(*s);
   uint64_t oldest = 0;
   Stream::AttachResult r =
-      e ? s->Attach(sub, after_seq, &oldest) : Stream::AttachResult::kWindowExceeded;
+      e ? s->Attach(sub, after_seq, &oldest, head) : Stream::AttachResult::kWindowExceeded;
   if (oldest_available) *oldest_available = oldest;
   if (r == Stream::AttachResult::kWindowExceeded) {
     counters_.resumes_window_exceeded++;
@@ -170,10 +180,8 @@ Stream::AttachResult StreamHub::Attach(const std::shared_ptr<Stream>& s, Subscri
   }
   if (r != Stream::AttachResult::kOk) return r;
   if (after_seq > 0) counters_.resumes_ok++;
-  // A cursor beyond the head (a client claiming events that do not exist yet)
-  // is clamped to the head: it gets what comes next.
-  uint64_t cursor = std::min(after_seq, s->head_seq()) + 1;
-  e->subs.push_back(Sub{sub, cursor, s->head_seq()});
+  // Stream::Attach refused a cursor beyond the head (kPastHead).
+  e->subs.push_back(Sub{sub, after_seq + 1, s->head_seq()});
   sub_index_[sub] = s->id();
   StopTimer(&e->linger_timer);
   // Deliver the backlog now rather than at the next append; then the window

@@ -107,6 +107,10 @@ enum class DeliverResult { kTaken, kNoRoom, kGone };
 // ApiError (slow_client, shutting_down, expired) whose resume_from names the
 // last event the subscriber took.
 ApiError SubscriberEnd(ErrorCode code, std::string message, uint64_t resume_from);
+// The refusal of a resume after an event that does not exist
+// (Stream::AttachResult::kPastHead): invalid_request (400) naming the
+// stream's last event.
+ApiError ResumePastHeadError(std::string_view stream_id, uint64_t after, uint64_t head, bool finished);
 
 // Implemented by transports (SSE response, WebSocket stream slot).
 class Subscription {
@@ -176,9 +180,13 @@ class StreamHub {
   void Abandon(const std::shared_ptr<Stream>& s);
 
   // Attaches `sub` to read events after `after_seq`. On kWindowExceeded,
-  // *oldest_available names the oldest event still held.
+  // *oldest_available names the oldest event still held; on kPastHead, *head
+  // names the stream's last event. A resume at the head of a finished stream
+  // (after its terminal event) is kOk and completes `sub` at once (inside
+  // this call) with nothing delivered.
   Stream::AttachResult Attach(const std::shared_ptr<Stream>& s, Subscription* sub,
-                              uint64_t after_seq, uint64_t* oldest_available);
+                              uint64_t after_seq, uint64_t* oldest_available,
+                              uint64_t* head = nullptr);
   // The transport went away (client closed, connection error). Never calls
   // back into `sub`.
   void Detach(Subscription* sub);

@@ -182,10 +182,13 @@ void Stream::Finish(Event event) {
 }
 
 Stream::AttachResult Stream::Attach(const void* subscriber, uint64_t after_seq,
-                                    uint64_t* oldest_available) {
+                                    uint64_t* oldest_available, uint64_t* head) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t oldest = head_seq_ - ring_.size() + 1;  // == head+1 when empty
   if (oldest_available) *oldest_available = oldest;
+  if (head) *head = head_seq_;
+  // Checked first: after_seq + 1 below cannot wrap around.
+  if (after_seq > head_seq_) return AttachResult::kPastHead;
   if (after_seq + 1 < oldest) return AttachResult::kWindowExceeded;
   if (subscribers_.size() >= limits_.max_subscribers) return AttachResult::kTooManySubscribers;
   subscribers_.push_back(subscriber);

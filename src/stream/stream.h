@@ -117,13 +117,16 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void Finish(Event event);
 
   // ---- I/O thread --------------------------------------------------------
-  enum class AttachResult { kOk, kWindowExceeded, kTooManySubscribers };
+  enum class AttachResult { kOk, kWindowExceeded, kTooManySubscribers, kPastHead };
   // Registers a subscriber that will next read event `after_seq + 1`.
   // Under the same lock as Append: fails with kWindowExceeded (and sets
-  // *oldest_available) if event after_seq + 1 has been evicted.
-  // after_seq may be beyond the head (a client that claims to have seen more
-  // than exists is clamped: it gets the events it has not seen; see api docs).
-  AttachResult Attach(const void* subscriber, uint64_t after_seq, uint64_t* oldest_available);
+  // *oldest_available) if event after_seq + 1 has been evicted, and with
+  // kPastHead (and sets *head) if event after_seq does not exist (a client
+  // claiming to have seen more than was produced). after_seq equal to the
+  // head is a resume at the head: on a finished stream, after its terminal
+  // event, with nothing left to send.
+  AttachResult Attach(const void* subscriber, uint64_t after_seq, uint64_t* oldest_available,
+                      uint64_t* head = nullptr);
   // Removes a subscriber; returns the number left.
   size_t Detach(const void* subscriber);
 

@@ -86,6 +86,15 @@ void WsConnection::SetReading(bool on) {
 void WsConnection::OnData(const char* data, size_t len) {
   FeedPending();  // the upgrade's leftover comes first
   Feed(data, len);
+  // Pongs, error replies and close frames are written whatever the output
+  // holds (SendUnbounded, WriteControl). A client that sends pings or bad
+  // messages and never reads would grow that without bound: stop reading
+  // while the output is over its bound, until it drains (OnDrained). One
+  // read chunk's replies can exceed it by at most their own size.
+  if (!closed_ && !conn_->closing() && conn_->buffered_bytes() > conn_->limits().max_output_bytes) {
+    input_paused_ = true;
+    conn_->SetReading(false);
+  }
 }
 
 void WsConnection::Feed(const char* data, size_t len) {
@@ -158,6 +167,10 @@ void WsConnection::Heartbeat() {
 }
 
 void WsConnection::OnDrained() {
+  if (input_paused_ && !closed_ && !conn_->closing()) {
+    input_paused_ = false;
+    conn_->SetReading(true);
+  }
   if (open()) endpoint_->OnWritable();
 }
 

@@ -20,9 +20,10 @@
 // max_output_bytes (WriteResult kRefused beyond it: the endpoint's policy
 // decides); control frames (<= 127 bytes) are always written.
 // Input: the reader holds at most max_message_bytes of message plus 140
-// bytes of header/control payload; while the endpoint's output is over its
-// bound (SetReading), the kernel's buffer holds the rest and TCP flow control
-// pushes back on the client.
+// bytes of header/control payload. Reading stops while the output is over
+// the connection's max_output_bytes (pongs, error replies: a client that
+// sends and never reads) and resumes when it drains; the kernel's buffer
+// holds the rest and TCP flow control pushes back on the client.
 //
 // Threads: the loop thread only. Ownership: the HTTP server owns it (through
 // the upgraded connection) and frees it after OnClosed, at the end of the
@@ -124,6 +125,7 @@ class WsConnection : public net::ConnectionHandler, public MessageHandler {
   bool closed_ = false;
   uint16_t close_code_ = close_code::kAbnormal;
   bool ping_outstanding_ = false;
+  bool input_paused_ = false;  // reading stopped: output over max_output_bytes (OnData)
   net::EventLoop::TimerId heartbeat_timer_ = 0;
   net::EventLoop::TimerId pong_timer_ = 0;
   net::EventLoop::TimerId close_timer_ = 0;

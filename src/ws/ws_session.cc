@@ -21,7 +21,9 @@ ApiError TooMany(size_t carried) {
 // iteration in which it ended.
 class WsSession::Slot : public stream::Subscription {
  public:
-  Slot(WsSession* session, std::string stream_id) : session_(session), id_(std::move(stream_id)) {}
+  // `after`: the cursor it attaches after (0 for a new stream).
+  Slot(WsSession* session, std::string stream_id, uint64_t after)
+      : session_(session), id_(std::move(stream_id)), after_(after) {}
 
   stream::DeliverResult Deliver(const stream::Event& ev) override {
     WsConnection* ws = session_->ws_;
@@ -42,6 +44,7 @@ class WsSession::Slot : public stream::Subscription {
     switch (ws->Send(Opcode::kText, m)) {
       case net::WriteResult::kTaken:
       case net::WriteResult::kQueued:
+        last_seq_ = ev.seq;
         return stream::DeliverResult::kTaken;
       case net::WriteResult::kRefused:
         return stream::DeliverResult::kNoRoom;
@@ -51,7 +54,18 @@ class WsSession::Slot : public stream::Subscription {
     return stream::DeliverResult::kGone;
   }
 
-  void Complete() override { session_->RemoveSlot(this); }
+  void Complete() override {
+    // Completed before any event: a resume at or after the terminal event of
+    // a finished stream. The client is told there is nothing more, rather
+    // than waiting on a slot that will never speak (DECISIONS.md).
+    if (last_seq_ == 0) {
+      session_->SendError(id_, "resume",
+                          ApiError::Make(ErrorCode::kInvalidRequest,
+                                         "stream '" + id_ + "' has finished and no event follows event " +
+                                             std::to_string(after_) + "; nothing to resume"));
+    }
+    session_->RemoveSlot(this);
+  }
 
   void End(const ApiError& end) override {
     session_->SendError(id_, "", end);
@@ -64,6 +78,8 @@ class WsSession::Slot : public stream::Subscription {
   WsSession* session_;
   std::string id_;
   std::string scratch_;  // a lone subscriber's message
+  uint64_t after_;
+  uint64_t last_seq_ = 0;  // the last event taken (0: none yet)
 };
 
 WsSession::WsSession(net::EventLoop* loop, stream::StreamHub* hub, GenerationStarter starter,
@@ -90,6 +106,13 @@ void WsSession::OnMessage(Opcode opcode, std::string_view payload) {
   if (!st.ok()) {
     ApiError e = ApiError::Make(ErrorCode::kInvalidJson, st.message());
     e.offset = static_cast<int64_t>(offset);
+    SendError("", "", e);
+    return;
+  }
+  std::string dup;
+  if (json::FindDuplicateKey(msg, &dup)) {
+    ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, "key '" + dup + "' appears twice; give each field once");
+    e.param = dup;
     SendError("", "", e);
     return;
   }
@@ -122,7 +145,7 @@ void WsSession::HandleGenerate(const json::Value& msg) {
     return;
   }
   uint64_t oldest = 0;
-  AttachSlot(s, 0, &oldest);  // a fresh stream: cannot be refused
+  AttachSlot(s, 0, &oldest, nullptr);  // a fresh stream: cannot be refused
 }
 
 void WsSession::HandleResume(const json::Value& msg) {
@@ -149,7 +172,8 @@ void WsSession::HandleResume(const json::Value& msg) {
     return;
   }
   uint64_t oldest = 0;
-  stream::Stream::AttachResult r = AttachSlot(s, after_seq, &oldest);
+  uint64_t head = 0;
+  stream::Stream::AttachResult r = AttachSlot(s, after_seq, &oldest, &head);
   if (r == stream::Stream::AttachResult::kWindowExceeded) {
     ApiError e = ApiError::Make(ErrorCode::kResumeWindowExceeded,
                                 "event " + std::to_string(after_seq + 1) +
@@ -157,6 +181,8 @@ void WsSession::HandleResume(const json::Value& msg) {
                                     std::to_string(oldest));
     e.oldest_available = static_cast<int64_t>(oldest);
     SendError(sid, "resume", e);
+  } else if (r == stream::Stream::AttachResult::kPastHead) {
+    SendError(sid, "resume", stream::ResumePastHeadError(sid, after_seq, head, s->finished()));
   } else if (r != stream::Stream::AttachResult::kOk) {
     SendError(sid, "resume", ApiError::Make(ErrorCode::kOverloaded, "too many subscribers on this stream (--max-subscribers)"));
   }
@@ -186,11 +212,11 @@ void WsSession::HandleCancel(const json::Value& msg) {
 }
 
 stream::Stream::AttachResult WsSession::AttachSlot(const std::shared_ptr<stream::Stream>& s,
-                                                   uint64_t after, uint64_t* oldest) {
-  auto slot = std::make_shared<Slot>(this, s->id());
+                                                   uint64_t after, uint64_t* oldest, uint64_t* head) {
+  auto slot = std::make_shared<Slot>(this, s->id(), after);
   Slot* raw = slot.get();
   slots_[raw] = slot;  // before Attach: it may deliver (and even complete) at once
-  stream::Stream::AttachResult r = hub_->Attach(s, raw, after, oldest);
+  stream::Stream::AttachResult r = hub_->Attach(s, raw, after, oldest, head);
   if (r != stream::Stream::AttachResult::kOk) {
     auto it = slots_.find(raw);
     if (it != slots_.end()) {

@@ -90,7 +90,7 @@ class WsSession : public WsEndpoint {
   void HandleCancel(const json::Value& msg);
   // Attaches a new slot for `s`; returns the hub's answer.
   stream::Stream::AttachResult AttachSlot(const std::shared_ptr<stream::Stream>& s, uint64_t after,
-                                          uint64_t* oldest);
+                                          uint64_t* oldest, uint64_t* head);
   void RemoveSlot(Slot* slot);
   Slot* FindSlot(std::string_view stream_id);
   // {"type":"error","stream"?,"op"?,"error":{…}}. Unbounded: a client is

@@ -93,6 +93,29 @@ class AppServer {
   }
   json::Value Stats() { return CallJson("GET", "/stats"); }
 
+  // Sends a POST whose answer is a whole body (not a stream), waits until
+  // its stream is live, and leaves without reading: a client that gave up.
+  void PostAndLeave(const std::string& target, const std::string& body) {
+    client::HttpClient c;
+    ASSERT_TRUE(c.Connect(port()).ok());
+    client::Request req;
+    req.method = "POST";
+    req.target = target;
+    req.body = body;
+    ASSERT_TRUE(c.SendRequest(req).ok());
+    ASSERT_TRUE(WaitLive(1));
+    c.Close();
+  }
+  // Waits until exactly n streams are live.
+  bool WaitLive(int64_t n, int timeout_ms = 5000) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (Stats().Find("streams")->Find("live")->as_int() == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
   // Waits until no stream, subscriber or held byte is left (after retain-ms).
   bool WaitIdle(int timeout_ms = 5000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

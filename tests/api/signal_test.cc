@@ -1,9 +1,11 @@
 // SIGTERM sent to the real binary (to the process, as `kill` and Kubernetes
 // send it, so the kernel may pick any thread) drains: a client in the middle
-// of a stream gets its `shutting_down` error event with resume_from, and the
+// of an SSE stream gets its `shutting_down` error event with resume_from, a
+// WebSocket client the same error message and then a 1001 close, and the
 // process exits 0. Signals are blocked before any thread starts (App::Init);
 // before that fix the signal could land on a backend thread, whose default
-// action killed the process at once.
+// action killed the process at once. While it drains the server still
+// answers: /readyz 503, /healthz 200, new streams 503 shutting_down.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,11 +18,15 @@
 #include <thread>
 #include <vector>
 
+#include "client/http_client.h"
 #include "client/sse_client.h"
 #include "json/json.h"
+#include "support/ws_test_client.h"
 
 namespace tw {
 namespace {
+
+using ws::testing::WsTestClient;
 
 // build/tokenwire beside this test binary (build/tests/api_tests, or the
 // sanitizer builds' build/asan/..., build/tsan/...).
@@ -110,7 +116,36 @@ void DrainOnSigterm(const std::vector<std::string>& flags, int clients_n, int to
     ASSERT_TRUE(c.is_event_stream());
   }
   ASSERT_TRUE(clients.back().ReadEvents([](const sse::Event& e) { return e.type != "start"; }).ok());
+  // A WebSocket stream too, read up to its start message.
+  WsTestClient ws;
+  ASSERT_TRUE(ws.Connect(server.port(), "/v1/ws").ok());
+  ASSERT_TRUE(ws.SendText(R"({"op":"generate",)" + body.substr(1)));
+  WsTestClient::Frame f;
+  ASSERT_EQ(ws.ReadMessage(&f), WsTestClient::Read::kFrame);
+  json::Value start;
+  ASSERT_TRUE(json::Parse(f.payload, &start).ok()) << f.payload;
+  ASSERT_EQ(start.Find("type")->as_string(), "start") << f.payload;
   ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  // The WebSocket: its events, then shutting_down naming the last seq it
+  // got (or done, if it finished first), then the 1001 close.
+  int64_t ws_last_seq = start.Find("seq")->as_int();
+  std::string ws_end;
+  for (;;) {
+    ASSERT_EQ(ws.ReadMessage(&f), WsTestClient::Read::kFrame) << "no close from the server";
+    if (f.opcode == ws::Opcode::kClose) break;
+    json::Value m;
+    ASSERT_TRUE(json::Parse(f.payload, &m).ok()) << f.payload;
+    ws_end = m.Find("type")->as_string();
+    if (ws_end == "error") {
+      EXPECT_EQ(m.Find("error")->Find("type")->as_string(), "shutting_down") << f.payload;
+      EXPECT_EQ(m.Find("error")->Find("resume_from")->as_int(), ws_last_seq) << f.payload;
+    } else if (m.Find("seq") != nullptr) {
+      ws_last_seq = m.Find("seq")->as_int();
+    }
+  }
+  EXPECT_EQ(f.close_code(), 1001);
+  EXPECT_TRUE(ws_end == "error" || ws_end == "done") << ws_end;
+  ASSERT_TRUE(ws.SendClose(1001));
   int drained = 0;
   for (auto& c : clients) {
     std::string last_type, last_data;
@@ -132,6 +167,52 @@ void DrainOnSigterm(const std::vector<std::string>& flags, int clients_n, int to
     drained++;
   }
   EXPECT_GE(drained, min_drained);
+  int signal = 0;
+  EXPECT_EQ(server.Wait(5000, &signal), 0) << "killed by signal " << signal;
+}
+
+// While draining, the server answers probes and refuses new work: a load
+// balancer sees /readyz fail (and /healthz, liveness, still pass) and takes
+// the instance out before it exits. A WebSocket client that holds back its
+// close reply keeps the drain open (up to the close timeout) while the
+// probes run on new connections.
+TEST(Signals, ReadinessFailsWhileDrainingAndHealthStaysUp) {
+  ServerChild server({"--backend", "mock", "--mock-tokens-per-s", "50", "--mock-ttft-ms", "0", "--drain-ms",
+                      "10000"});
+  ASSERT_NE(server.port(), 0) << "the server did not start";
+  auto get = [&](const std::string& method, const std::string& target, const std::string& body) {
+    client::HttpClient c;
+    client::Response resp;
+    EXPECT_TRUE(c.Connect(server.port()).ok());
+    client::Request req;
+    req.method = method;
+    req.target = target;
+    req.body = body;
+    Status st = c.RoundTrip(req, &resp);
+    EXPECT_TRUE(st.ok()) << target << ": " << st.message();
+    return resp;
+  };
+  EXPECT_EQ(get("GET", "/readyz", "").head.status, 200);
+  WsTestClient ws;
+  ASSERT_TRUE(ws.Connect(server.port(), "/v1/ws").ok());
+  ASSERT_TRUE(ws.SendText(R"({"op":"generate","prompt":"x","max_new_tokens":100000})"));
+  WsTestClient::Frame f;
+  ASSERT_EQ(ws.ReadMessage(&f), WsTestClient::Read::kFrame);
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  do {
+    ASSERT_EQ(ws.ReadMessage(&f), WsTestClient::Read::kFrame);
+  } while (f.opcode != ws::Opcode::kClose);
+  // The close is not answered yet: the server is draining now.
+  client::Response r = get("GET", "/readyz", "");
+  EXPECT_EQ(r.head.status, 503);
+  EXPECT_NE(r.body.find("\"shutting_down\""), std::string::npos) << r.body;
+  const std::string* conn = r.head.Find("Connection");
+  EXPECT_TRUE(conn != nullptr && *conn == "close");
+  EXPECT_EQ(get("GET", "/healthz", "").head.status, 200);
+  r = get("POST", "/v1/stream", R"({"prompt":"x","max_new_tokens":5})");
+  EXPECT_EQ(r.head.status, 503);
+  EXPECT_NE(r.body.find("\"shutting_down\""), std::string::npos) << r.body;
+  ASSERT_TRUE(ws.SendClose(1001));
   int signal = 0;
   EXPECT_EQ(server.Wait(5000, &signal), 0) << "killed by signal " << signal;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cpu/thread_pool.h"
+#include "support/levels.h"
 
 namespace tw::cpu {
 namespace {
@@ -25,13 +26,7 @@ std::vector<float> Random(size_t n, std::mt19937* gen, float lo = -1.0f, float h
   return testing::RandomNonZero(n, gen, lo, hi);
 }
 
-std::vector<Isa> Levels() {
-  std::vector<Isa> out;
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-    if (IsaSupported(i)) out.push_back(i);
-  }
-  return out;
-}
+std::vector<Isa> Levels() { return tw::testing::SupportedLevels(); }
 
 // One head's K/V for `len` tokens in a paged pool of random floats: blocks
 // of `bs` tokens laid out (2 {K,V}, 2 heads, bs, hd), the sequence's blocks

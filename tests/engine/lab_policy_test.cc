@@ -68,8 +68,10 @@ TEST(LabNaive, OneStalledReaderStallsAHealthyStreamUntilItReads) {
   // The slow stream's reader has taken nothing: after its first step the
   // engine waits, and the healthy stream gets at most the tokens of the step
   // that ran before the gate closed.
-  ASSERT_TRUE(WaitFor([&] { return e->stats().reader_waits > 0; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Counted, not slept: the healthy reader's progress wakes the engine every
+  // ~100 us, and each wake finds the gate closed (reader_waits); after 200
+  // such chances to step, it still has not.
+  ASSERT_TRUE(WaitFor([&] { return e->stats().reader_waits >= 200; }));
   EXPECT_LE(TokenCount(*healthy), 2u);
   EXPECT_LE(TokenCount(*slow), 2u);
   EXPECT_FALSE(healthy->finished());

@@ -179,5 +179,32 @@ TEST(EngineLeak, StreamEqualsGenerate) {
   EXPECT_EQ(st.Find("engine")->Find("double_releases")->as_int(), 0);
 }
 
+// A request refused by --max-waiting (503 overloaded) never became a
+// stream: tokenwire_streams_created_total does not count it, so created
+// minus finished is the number of live streams, and both add up at the end.
+TEST(EngineLeak, RefusedRequestsAreNotCountedAsCreatedStreams) {
+  AppServer srv({"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"), "--max-batch", "1",
+                 "--threads", "1", "--max-waiting", "1"});
+  int created = 0, refused = 0;
+  for (int i = 0; i < 4; i++) {
+    client::Response r = srv.Call("POST", "/v1/streams", R"({"prompt":"x","max_new_tokens":100})");
+    if (r.head.status == 201) created++;
+    if (r.head.status == 503) refused++;
+  }
+  ASSERT_GE(refused, 1) << "nothing was refused: the test needs the waiting list full";
+  ASSERT_TRUE(srv.WaitIdle(30000));
+  auto metric = [](const std::string& text, const std::string& name) {
+    double sum = 0;
+    for (size_t at = text.find("\n" + name); at != std::string::npos; at = text.find("\n" + name, at + 1)) {
+      size_t sp = text.find(' ', at + 1);
+      sum += std::atof(text.c_str() + sp + 1);
+    }
+    return sum;
+  };
+  std::string m = srv.Call("GET", "/metrics").body;
+  EXPECT_EQ(metric(m, "tokenwire_streams_created_total "), created) << m;
+  EXPECT_EQ(metric(m, "tokenwire_streams_finished_total{"), created) << m;
+}
+
 }  // namespace
 }  // namespace tw::testing

@@ -23,6 +23,7 @@
 #include "model/sampling.h"
 #include "support/chunking.h"
 #include "support/numeric.h"
+#include "support/levels.h"
 
 namespace tw::model {
 namespace {
@@ -99,13 +100,7 @@ void ExpectStep(const float* logits, int V, const std::vector<std::pair<int32_t,
   }
 }
 
-std::vector<cpu::Isa> Levels() {
-  std::vector<cpu::Isa> out;
-  for (cpu::Isa i : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
-    if (cpu::IsaSupported(i)) out.push_back(i);
-  }
-  return out;
-}
+std::vector<cpu::Isa> Levels() { return tw::testing::SupportedLevels(); }
 
 TEST_F(GoldenTest, PromptLogitsAndGreedyDecodeEveryLevel) {
   const Gpt2Config& cfg = model_->config();

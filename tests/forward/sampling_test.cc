@@ -17,6 +17,7 @@
 #include "forward/random_gpt2.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
+#include "support/levels.h"
 
 namespace tw::model {
 namespace {
@@ -75,8 +76,7 @@ int32_t PlainArgmax(const std::vector<float>& v) {
 TEST(ArgmaxTest, EqualsPlainScanAtEveryKernelLevel) {
   std::mt19937 gen(11);
   int checked = 0;
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
-    if (!cpu::IsaSupported(isa)) continue;
+  for (cpu::Isa isa : tw::testing::SupportedLevels()) {
     ASSERT_TRUE(cpu::ForceIsa(isa).ok());
     for (int n : {1, 2, 15, 16, 17, 255, 256, 257, 511, 513, 1000, 50257}) {
       for (int trial = 0; trial < 12; ++trial) {

@@ -307,5 +307,47 @@ TEST(JsonValue, BuildersAndWrongKindMutators) {
   EXPECT_TRUE(Value::Double(3).is_number());
 }
 
+// Parse keeps every member of an object (RFC 8259 allows repeated names);
+// FindDuplicateKey finds the first repeated one, at any depth, with its path.
+TEST(JsonDuplicateKeys, FoundWithTheirPathAtAnyDepth) {
+  struct Case {
+    const char* text;
+    bool dup;
+    const char* path;
+  };
+  const Case cases[] = {
+      {R"({"a":1,"b":2})", false, ""},
+      {R"({"a":1,"a":2})", true, "a"},
+      {R"({"a":{"x":1},"b":{"x":2}})", false, ""},  // the same key in two objects
+      {R"({"a":{"x":1,"y":2,"x":3}})", true, "a.x"},
+      {R"({"m":[{"r":1},{"r":1,"r":2}]})", true, "m[1].r"},
+      {R"([[{"k":0,"k":0}]])", true, "[0][0].k"},
+      {R"({"":1,"":2})", true, ""},
+      {R"([1,"a",null])", false, ""},
+      {R"("scalar")", false, ""},
+  };
+  for (const Case& c : cases) {
+    Value v;
+    ASSERT_TRUE(Parse(c.text, &v).ok()) << c.text;
+    std::string path = "unset";
+    EXPECT_EQ(FindDuplicateKey(v, &path), c.dup) << c.text;
+    if (c.dup) {
+      EXPECT_EQ(path, c.path) << c.text;
+    }
+  }
+  // Many members: the set path, not the pairwise one.
+  std::string big = "{";
+  for (int i = 0; i < 5000; i++) big += "\"k" + std::to_string(i) + "\":0,";
+  std::string ok_big = big.substr(0, big.size() - 1) + "}";
+  big += "\"k4321\":1}";
+  Value v;
+  ASSERT_TRUE(Parse(ok_big, &v).ok());
+  std::string path;
+  EXPECT_FALSE(FindDuplicateKey(v, &path));
+  ASSERT_TRUE(Parse(big, &v).ok());
+  EXPECT_TRUE(FindDuplicateKey(v, &path));
+  EXPECT_EQ(path, "k4321");
+}
+
 }  // namespace
 }  // namespace tw::json

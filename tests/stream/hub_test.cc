@@ -111,6 +111,9 @@ class FakeSub : public Subscription {
   std::vector<bool> shared_seen;  // stream_shared() at each delivery
 };
 
+// Declare FakeSubs before the HubFixture: a subscriber still attached when a
+// test ends must outlive the hub and its loop thread, which may still deliver
+// to it until the fixture is destroyed.
 struct HubFixture {
   explicit HubFixture(HubOptions o = HubOptions()) : options(o) {
     hub = lt.Call([&] { return std::make_unique<StreamHub>(lt.loop(), &backend, options); });
@@ -207,8 +210,8 @@ TEST(Hub, AHeldTokenIsDeliveredWithinTheIntervalBound) {
   o.stream_interval = 8;
   o.stream_interval_bound_ms = 20;
   o.stream_limits.stream_interval = 8;
-  HubFixture f(o);
   FakeSub sub;
+  HubFixture f(o);
   auto s = f.Start(Policy::kDropSlow, &sub);
   s->Append(Event::Token(0, 1, "a"));  // the first token: at once
   ASSERT_TRUE(WaitFor([&] { return sub.Seqs().size() == 2; }));
@@ -224,8 +227,8 @@ TEST(Hub, AHeldTokenIsDeliveredWithinTheIntervalBound) {
 // A transport learns whether its stream has other subscribers (so a format
 // caches an event's bytes only for a fan-out).
 TEST(Hub, TransportsLearnWhetherTheirStreamIsShared) {
-  HubFixture f;
   FakeSub a, b;
+  HubFixture f;
   auto s = f.Start(Policy::kDropSlow, &a);
   s->Append(Event::Token(0, 1, "x"));
   ASSERT_TRUE(WaitFor([&] { return a.Seqs().size() == 2; }));
@@ -244,8 +247,8 @@ TEST(Hub, TransportsLearnWhetherTheirStreamIsShared) {
 }
 
 TEST(Hub, LiveDeliveryCompletesOnTerminalEvent) {
-  HubFixture f;
   FakeSub sub;
+  HubFixture f;
   auto s = f.Start(Policy::kDropSlow, &sub);
   for (int i = 0; i < 20; i++) s->Append(Event::Token(0, 0, ""));
   s->Finish(Event::Done(FinishReason::kLength, 1, 20));
@@ -297,10 +300,10 @@ TEST(Hub, ReplayThenLiveHandoverUnderRacingAppends) {
 TEST(Hub, ResumeBeyondWindowIsRefusedWithOldestAvailable) {
   HubOptions o;
   o.stream_limits.resume_window_events = 8;
+  FakeSub sub;
   HubFixture f(o);
   auto s = f.Start(Policy::kDropSlow, nullptr);
   for (int i = 0; i < 20; i++) s->Append(Event::Token(0, 0, ""));
-  FakeSub sub;
   uint64_t oldest = 0;
   auto r = f.lt.Call([&] { return f.hub->Attach(s, &sub, 3, &oldest); });
   EXPECT_EQ(r, Stream::AttachResult::kWindowExceeded);
@@ -312,6 +315,45 @@ TEST(Hub, ResumeBeyondWindowIsRefusedWithOldestAvailable) {
   EXPECT_TRUE(Contiguous(sub.Seqs(), 14, 21));
 }
 
+// A cursor naming an event that does not exist is refused (kPastHead, with
+// the head), on a live stream and a finished one, including ids that would
+// wrap around in after_seq + 1. A cursor at the terminal event of a finished
+// stream attaches and completes at once with nothing delivered.
+TEST(Hub, ResumePastTheHeadIsRefusedAndAtTheTerminalEventCompletesEmpty) {
+  FakeSub at_head;
+  FakeSub last;
+  HubFixture f;
+  auto s = f.Start(Policy::kDropSlow, nullptr);
+  for (int i = 0; i < 5; i++) s->Append(Event::Token(0, 0, ""));  // head: 6 (start is 1)
+  for (uint64_t after : {uint64_t{7}, uint64_t{INT64_MAX}, UINT64_MAX}) {
+    FakeSub sub;
+    uint64_t oldest = 0, head = 0;
+    auto r = f.lt.Call([&] { return f.hub->Attach(s, &sub, after, &oldest, &head); });
+    EXPECT_EQ(r, Stream::AttachResult::kPastHead) << after;
+    EXPECT_EQ(head, 6u);
+    EXPECT_FALSE(sub.Completed());
+  }
+  s->Finish(Event::Done(FinishReason::kLength, 1, 5));  // event 7
+  uint64_t oldest = 0, head = 0;
+  auto r = f.lt.Call([&] { return f.hub->Attach(s, &at_head, 7, &oldest, &head); });
+  EXPECT_EQ(r, Stream::AttachResult::kOk);
+  // Completed inside Attach, on the I/O thread: nothing to wait for.
+  EXPECT_TRUE(at_head.Completed());
+  EXPECT_TRUE(at_head.Seqs().empty());
+  EXPECT_EQ(f.lt.Call([&] { return f.hub->subscriber_count(); }), 0u);
+  for (uint64_t after : {uint64_t{8}, uint64_t{INT64_MAX}, UINT64_MAX}) {
+    FakeSub sub;
+    r = f.lt.Call([&] { return f.hub->Attach(s, &sub, after, &oldest, &head); });
+    EXPECT_EQ(r, Stream::AttachResult::kPastHead) << after;
+    EXPECT_EQ(head, 7u);
+  }
+  // One before the terminal event: exactly that event.
+  r = f.lt.Call([&] { return f.hub->Attach(s, &last, 6, &oldest, &head); });
+  EXPECT_EQ(r, Stream::AttachResult::kOk);
+  EXPECT_EQ(last.Seqs(), std::vector<uint64_t>{7});
+  EXPECT_TRUE(last.Completed());
+}
+
 // A stream is submitted before its creator attaches. However far a fast
 // producer runs ahead in that gap, nothing is evicted until the creator's
 // attach (or StartDetached): the creator reads from event 1. After that the
@@ -319,8 +361,9 @@ TEST(Hub, ResumeBeyondWindowIsRefusedWithOldestAvailable) {
 TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
   HubOptions o;
   o.stream_limits.resume_window_events = 8;
-  HubFixture f(o);
   FakeSub creator;
+  FakeSub late;
+  HubFixture f(o);
   auto s = f.lt.Call([&] {
     auto st = f.hub->Create(Policy::kDropSlow);
     st->Append(Event::Start(1));
@@ -337,7 +380,6 @@ TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
   // The hold is gone: the ring is back to the window.
   s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return creator.Seqs().size() == 32; }));
-  FakeSub late;
   r = f.lt.Call([&] { return f.hub->Attach(s, &late, 0, &oldest); });
   EXPECT_EQ(r, Stream::AttachResult::kWindowExceeded);
   EXPECT_EQ(oldest, 25u);
@@ -363,8 +405,9 @@ TEST(Hub, CreatorAttachingAfterAFastProducerStillGetsEveryEvent) {
 TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
   HubOptions o;
   o.subscriber_lag_events = 10;
-  HubFixture f(o);
   FakeSub sub;
+  FakeSub again;
+  HubFixture f(o);
   sub.room = 5;  // takes start + 4 tokens, then its socket is full
   auto s = f.Start(Policy::kDropSlow, &sub);
   for (int i = 0; i < 30; i++) s->Append(Event::Token(0, 0, ""));
@@ -375,7 +418,6 @@ TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
   EXPECT_EQ(f.backend.Cancels(s->id()), 0);
   EXPECT_FALSE(f.backend.IsPaused(s->id()));
   // The client resumes from resume_from and gets the rest with no hole.
-  FakeSub again;
   f.lt.Call([&] {
     uint64_t oldest;
     return f.hub->Attach(s, &again, 5, &oldest);
@@ -389,8 +431,8 @@ TEST(Hub, DropSlowDetachesWithResumeFromAndGenerationContinues) {
 TEST(Hub, PauseProducerPausesOverTheLagAndResumesWhenCaughtUp) {
   HubOptions o;
   o.subscriber_lag_events = 10;
-  HubFixture f(o);
   FakeSub sub;
+  HubFixture f(o);
   sub.room = 3;
   auto s = f.Start(Policy::kPauseProducer, &sub);
   for (int i = 0; i < 15; i++) s->Append(Event::Token(0, 0, ""));
@@ -410,10 +452,10 @@ TEST(Hub, PauseProducerPausesOverTheLagAndResumesWhenCaughtUp) {
 }
 
 TEST(Hub, PauseProducerPausesWhileNobodyIsAttached) {
+  FakeSub sub;
   HubFixture f;
   auto s = f.Start(Policy::kPauseProducer, nullptr);
   ASSERT_TRUE(WaitFor([&] { return f.backend.IsPaused(s->id()); }));
-  FakeSub sub;
   f.lt.Call([&] {
     uint64_t oldest;
     return f.hub->Attach(s, &sub, 0, &oldest);
@@ -425,8 +467,8 @@ TEST(Hub, PauseThenCancelCancelsAfterTheStallTimeout) {
   HubOptions o;
   o.subscriber_lag_events = 4;
   o.stall_timeout_ms = 30;
-  HubFixture f(o);
   FakeSub sub;
+  HubFixture f(o);
   sub.room = 2;
   auto s = f.Start(Policy::kPauseThenCancel, &sub);
   for (int i = 0; i < 10; i++) s->Append(Event::Token(0, 0, ""));
@@ -438,15 +480,15 @@ TEST(Hub, PauseThenCancelCancelsAfterTheStallTimeout) {
 TEST(Hub, LingerCancelsAnAbandonedStreamAndAttachRescuesIt) {
   HubOptions o;
   o.linger_ms = 40;
+  FakeSub a;
+  FakeSub b;
   HubFixture f(o);
   // Rescue: detach, re-attach within the linger time.
-  FakeSub a;
   auto s = f.Start(Policy::kDropSlow, &a);
   f.lt.Call([&] {
     f.hub->Detach(&a);
     return 0;
   });
-  FakeSub b;
   f.lt.Call([&] {
     uint64_t oldest;
     return f.hub->Attach(s, &b, 1, &oldest);
@@ -465,8 +507,8 @@ TEST(Hub, LingerCancelsAnAbandonedStreamAndAttachRescuesIt) {
 TEST(Hub, LingerZeroCancelsAtOnce) {
   HubOptions o;
   o.linger_ms = 0;
-  HubFixture f(o);
   FakeSub a;
+  HubFixture f(o);
   auto s = f.Start(Policy::kDropSlow, &a);
   f.lt.Call([&] {
     f.hub->Detach(&a);
@@ -502,8 +544,8 @@ TEST(Hub, CancelRunsWaitersOnlyAfterProducerExitAndIsIdempotent) {
 TEST(Hub, RetainExpiryForgetsTheStream) {
   HubOptions o;
   o.retain_ms = 30;
-  HubFixture f(o);
   FakeSub a;
+  HubFixture f(o);
   auto s = f.Start(Policy::kDropSlow, &a);
   s->Finish(Event::Done(FinishReason::kLength, 1, 0));
   ASSERT_TRUE(WaitFor([&] { return a.Completed(); }));
@@ -513,8 +555,8 @@ TEST(Hub, RetainExpiryForgetsTheStream) {
 }
 
 TEST(Hub, ShutdownEndsSubscribersWithResumeFromAndCancels) {
-  HubFixture f;
   FakeSub a;
+  HubFixture f;
   auto s = f.Start(Policy::kDropSlow, &a);
   for (int i = 0; i < 3; i++) s->Append(Event::Token(0, 0, ""));
   ASSERT_TRUE(WaitFor([&] { return a.Seqs().size() == 4; }));
@@ -569,8 +611,8 @@ namespace {
 TEST(Hub, RetentionWaitsForAReaderThatProgressesAndEndsAStalledOne) {
   HubOptions o;
   o.retain_ms = 40;
-  HubFixture f(o);
   FakeSub reader, stalled;
+  HubFixture f(o);
   reader.room = 2;
   stalled.room = 2;
   auto s = f.Start(Policy::kDropSlow, &reader);
@@ -620,8 +662,8 @@ TEST(HubLab, UnboundedDetachesNoOneAndKeepsWhatTheSlowReaderHasNotTaken) {
   HubOptions o;
   o.subscriber_lag_events = 4;
   o.stream_limits.resume_window_events = 8;
-  HubFixture f(o);
   FakeSub lab_sub, drop_sub, keeps_up;
+  HubFixture f(o);
   lab_sub.room = 3;  // takes start + 2 tokens, then its socket is full
   drop_sub.room = 3;
   auto lab = f.Start(Policy::kUnbounded, &lab_sub);
@@ -683,8 +725,8 @@ TEST(HubLab, UnboundedSafetyCapBoundsTheBytesAndEndsAReaderLeftBehind) {
   o.stream_limits.resume_window_events = 8;
   const size_t per_event = sizeof(Event) + k50.size();
   o.lab_unbounded_max_bytes = 20 * per_event;
-  HubFixture f(o);
   FakeSub sub;
+  HubFixture f(o);
   sub.room = 3;
   auto s = f.Start(Policy::kUnbounded, &sub);
   for (int i = 0; i < 100; i++) s->Append(Event::Token(0, 0, k50));
@@ -709,8 +751,8 @@ TEST(HubLab, UnboundedSafetyCapBoundsTheBytesAndEndsAReaderLeftBehind) {
 TEST(HubLab, NaivePublishesWhatTheSlowestSubscriberTookAndNeverDetachesOrPauses) {
   HubOptions o;
   o.subscriber_lag_events = 4;
-  HubFixture f(o);
   FakeSub fast, slow;
+  HubFixture f(o);
   slow.room = 3;
   auto s = f.Start(Policy::kNaive, &fast);
   EXPECT_TRUE(s->waits_for_readers());

@@ -21,7 +21,7 @@
 
 #include "api/app_fixture.h"
 #include "support/chunking.h"
-#include "ws/ws_test_client.h"
+#include "support/ws_test_client.h"
 
 namespace tw::ws {
 namespace {

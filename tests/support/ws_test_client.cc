@@ -1,4 +1,4 @@
-#include "ws/ws_test_client.h"
+#include "support/ws_test_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
