@@ -128,7 +128,9 @@ class CollectSubscription : public stream::Subscription {
 App::App(Config config) : config_(std::move(config)) {}
 
 App::~App() {
-  // Connections first: a transport still open calls back into the hub.
+  // Prep threads first: their jobs read the tokenizer and the bounds.
+  if (prep_) prep_->Stop();
+  // Connections next: a transport still open calls back into the hub.
   server_.reset();
   hub_.reset();
   if (backend_) backend_->Shutdown();
@@ -156,6 +158,8 @@ Status App::Init(bool watch_signals) {
                   ? tokenizer::Tokenizer::LoadEmbedded(&tokenizer_)
                   : tokenizer::Tokenizer::LoadFromDirOrEmbedded(config_.model_dir, &tokenizer_, &source);
   if (!ts.ok()) return Status::Error("tokenizer: " + ts.message());
+  prep_ = std::make_unique<net::WorkerPool>(&loop_, static_cast<int>(config_.prep_threads),
+                                            static_cast<size_t>(config_.max_prep_queue));
 
   m_ttft_ = metrics_.AddHistogram("time_to_first_token_seconds",
                                   "Time from request arrival to its first generated token.",
@@ -360,15 +364,37 @@ std::shared_ptr<stream::Stream> App::Launch(ParsedGeneration g, ApiError* why) {
   return s;
 }
 
-std::shared_ptr<stream::Stream> App::StartGeneration(const http::Request& req, http::Responder& r) {
-  ParsedGeneration g;
-  ApiError why;
-  std::shared_ptr<stream::Stream> s;
-  if (ParseGenerationRequest(req.body, tokenizer_, bounds_, default_policy_, &g, &why)) {
-    s = Launch(std::move(g), &why);
-  }
-  if (!s) r.SendError(why, CorsHeaders());
-  return s;
+ApiError App::PrepOverloaded() {
+  ApiError e = ApiError::Make(ErrorCode::kOverloaded, "too many requests waiting to be parsed (--max-prep-queue)");
+  e.retry_after_ms = 1000;
+  return e;
+}
+
+void App::AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiError*)> make) {
+  PrepRequest<std::string>(
+      std::move(r), std::move(make),
+      [this](std::string& body, http::Responder r) {
+        r.Send(200, "application/json", std::move(body), CorsHeaders());
+      },
+      [this](http::Responder& r, const ApiError& e) { SendRequestError(r, e); });
+}
+
+void App::StartGeneration(const http::Request& req, http::Responder r, Launched then) {
+  PrepRequest<ParsedGeneration>(
+      std::move(r),
+      [this, body = req.body](ParsedGeneration* g, ApiError* why) {
+        return ParseGenerationRequest(body, tokenizer_, bounds_, default_policy_, g, why);
+      },
+      [this, then = std::move(then)](ParsedGeneration& g, http::Responder r) {
+        ApiError why;
+        std::shared_ptr<stream::Stream> s = Launch(std::move(g), &why);
+        if (!s) {
+          r.SendError(why, CorsHeaders());
+          return;
+        }
+        then(s, std::move(r));
+      },
+      [this](http::Responder& r, const ApiError& e) { r.SendError(e, CorsHeaders()); });
 }
 
 void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after) {
@@ -413,23 +439,27 @@ void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r,
 }
 
 void App::HandleStream(const http::Request& req, http::Responder r, bool attach) {
-  auto s = StartGeneration(req, r);
-  if (!s) return;
-  if (attach) {
-    AttachSse(s, std::move(r), 0);
-    return;
-  }
-  hub_->StartDetached(s);
-  std::string body = "{\"stream\":\"" + s->id() + "\",\"events\":\"/v1/streams/" + s->id() + "/events\"}";
-  http::Headers h = CorsHeaders();
-  h.emplace_back("X-Stream-Id", s->id());
-  h.emplace_back("Location", "/v1/streams/" + s->id());
-  r.Send(201, "application/json", body, h);
+  StartGeneration(req, std::move(r), [this, attach](const std::shared_ptr<stream::Stream>& s, http::Responder r) {
+    if (attach) {
+      AttachSse(s, std::move(r), 0);
+      return;
+    }
+    hub_->StartDetached(s);
+    std::string body = "{\"stream\":\"" + s->id() + "\",\"events\":\"/v1/streams/" + s->id() + "/events\"}";
+    http::Headers h = CorsHeaders();
+    h.emplace_back("X-Stream-Id", s->id());
+    h.emplace_back("Location", "/v1/streams/" + s->id());
+    r.Send(201, "application/json", body, h);
+  });
 }
 
 void App::HandleGenerate(const http::Request& req, http::Responder r) {
-  auto s = StartGeneration(req, r);
-  if (!s) return;
+  StartGeneration(req, std::move(r), [this](const std::shared_ptr<stream::Stream>& s, http::Responder r) {
+    CollectGeneration(s, std::move(r));
+  });
+}
+
+void App::CollectGeneration(const std::shared_ptr<stream::Stream>& s, http::Responder r) {
   auto sub = std::make_shared<CollectSubscription>(r, s->id(), [this](void* self) {
     auto it = subscriptions_.find(self);
     if (it != subscriptions_.end()) {
@@ -525,81 +555,62 @@ void App::HandleDelete(const http::Request&, http::Responder r) {
   hub_->Cancel(s, [r, h]() mutable { r.Send(204, "", "", h); });
 }
 
-bool App::ParseJsonBody(const http::Request& req, http::Responder& r, json::Value* out) {
-  json::ParseLimits lim;
-  lim.max_bytes = req.body.size() + 1;  // the HTTP layer already bounded the body
-  lim.max_depth = static_cast<int>(config_.max_json_depth);
-  size_t off = 0;
-  Status st = json::Parse(req.body, out, lim, &off);
-  if (!st.ok()) {
-    ApiError e = ApiError::Make(ErrorCode::kInvalidJson, st.message());
-    e.offset = static_cast<int64_t>(off);
-    SendRequestError(r, e);
-    return false;
-  }
-  std::string dup;
-  if (json::FindDuplicateKey(*out, &dup)) {
-    SendRequestError(r, DuplicateKeyError(dup));
-    return false;
-  }
-  return true;
-}
-
 void App::HandleTokenize(const http::Request& req, http::Responder r) {
-  json::Value v;
-  if (!ParseJsonBody(req, r, &v)) return;
-  const json::Value* text = v.Find("text");
-  if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
-    SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"text\": string}"));
-    return;
-  }
-  std::vector<tokenizer::TokenId> ids = tokenizer_.Encode(text->as_string());
-  std::string body;
-  json::Writer w(&body);
-  w.BeginObject();
-  w.Key("tokens");
-  w.BeginArray();
-  for (auto id : ids) w.Int(id);
-  w.EndArray();
-  w.Key("count");
-  w.Int(static_cast<int64_t>(ids.size()));
-  w.EndObject();
-  r.Send(200, "application/json", body, CorsHeaders());
+  AnswerOffLoop(std::move(r), [this, body = req.body](std::string* out, ApiError* err) {
+    json::Value v;
+    if (!ParseRequestBody(body, bounds_, &v, err)) return false;
+    const json::Value* text = v.Find("text");
+    if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"text\": string}");
+      return false;
+    }
+    std::vector<tokenizer::TokenId> ids = tokenizer_.Encode(text->as_string());
+    json::Writer w(out);
+    w.BeginObject();
+    w.Key("tokens");
+    w.BeginArray();
+    for (auto id : ids) w.Int(id);
+    w.EndArray();
+    w.Key("count");
+    w.Int(static_cast<int64_t>(ids.size()));
+    w.EndObject();
+    return true;
+  });
 }
 
 void App::HandleDetokenize(const http::Request& req, http::Responder r) {
-  json::Value v;
-  if (!ParseJsonBody(req, r, &v)) return;
-  const json::Value* toks = v.Find("tokens");
-  if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
-    SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"tokens\": [ids]}"));
-    return;
-  }
-  std::vector<tokenizer::TokenId> ids;
-  for (size_t i = 0; i < toks->items().size(); i++) {
-    const json::Value& t = toks->items()[i];
-    if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
-      SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, 422,
-                                         "tokens[" + std::to_string(i) + "] is not a token id"));
-      return;
+  AnswerOffLoop(std::move(r), [this, body = req.body](std::string* out, ApiError* err) {
+    json::Value v;
+    if (!ParseRequestBody(body, bounds_, &v, err)) return false;
+    const json::Value* toks = v.Find("tokens");
+    if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"tokens\": [ids]}");
+      return false;
     }
-    ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
-  }
-  std::string bytes;
-  Status ds = tokenizer_.Decode(ids, &bytes);
-  if (!ds.ok()) {
-    SendRequestError(r, ApiError::Make(ErrorCode::kInvalidRequest, 422, ds.message()));
-    return;
-  }
-  // Token bytes need not be valid UTF-8 on their own; the writer replaces
-  // invalid sequences with U+FFFD so the answer is always valid JSON.
-  std::string body;
-  json::Writer w(&body);
-  w.BeginObject();
-  w.Key("text");
-  w.String(bytes);
-  w.EndObject();
-  r.Send(200, "application/json", body, CorsHeaders());
+    std::vector<tokenizer::TokenId> ids;
+    for (size_t i = 0; i < toks->items().size(); i++) {
+      const json::Value& t = toks->items()[i];
+      if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
+        *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, "tokens[" + std::to_string(i) + "] is not a token id");
+        return false;
+      }
+      ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
+    }
+    std::string bytes;
+    Status ds = tokenizer_.Decode(ids, &bytes);
+    if (!ds.ok()) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, ds.message());
+      return false;
+    }
+    // Token bytes need not be valid UTF-8 on their own; the writer replaces
+    // invalid sequences with U+FFFD so the answer is always valid JSON.
+    json::Writer w(out);
+    w.BeginObject();
+    w.Key("text");
+    w.String(bytes);
+    w.EndObject();
+    return true;
+  });
 }
 
 void App::HandleMetrics(http::Responder r) {
@@ -668,6 +679,13 @@ void App::HandleStats(http::Responder r) {
   w.EndObject();
   w.Key("connections");
   w.Int(static_cast<int64_t>(server_->connection_count()));
+  w.Key("prep");  // requests being parsed and tokenized off the loop
+  w.BeginObject();
+  w.Key("queued");
+  w.Int(static_cast<int64_t>(prep_->queued()));
+  w.Key("running");
+  w.Int(static_cast<int64_t>(prep_->running()));
+  w.EndObject();
   w.EndObject();
   r.Send(200, "application/json", body);
 }
@@ -734,7 +752,10 @@ void App::AddWebSocketRoutes() {
     ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so] {
       return std::make_unique<ws::WsSession>(
           &loop_, hub_.get(),
-          [this](const json::Value& m, ApiError* ref) { return StartWsGeneration(m, ref); }, so);
+          [this](const json::Value& m, std::function<bool()> wanted, ws::GenerationStarted then) {
+            StartWsGeneration(m, std::move(wanted), std::move(then));
+          },
+          so);
     });
   });
   if (config_.lab) {
@@ -744,10 +765,27 @@ void App::AddWebSocketRoutes() {
   }
 }
 
-std::shared_ptr<stream::Stream> App::StartWsGeneration(const json::Value& message, ApiError* refusal) {
-  ParsedGeneration g;
-  if (!ParseGenerationObject(message, tokenizer_, bounds_, default_policy_, &g, refusal, {"op"})) return nullptr;
-  return Launch(std::move(g), refusal);
+void App::StartWsGeneration(const json::Value& message, std::function<bool()> still_wanted,
+                            ws::GenerationStarted then) {
+  struct Prepared {
+    json::Value message;
+    ParsedGeneration g;
+    ApiError why;
+    bool ok = false;
+  };
+  auto p = std::make_shared<Prepared>();
+  p->message = message;
+  bool queued = prep_->Submit(
+      [this, p] {
+        p->ok = ParseGenerationObject(p->message, tokenizer_, bounds_, default_policy_, &p->g, &p->why, {"op"});
+      },
+      [this, p, still_wanted = std::move(still_wanted), then]() {
+        if (!still_wanted()) return;  // the connection closed meanwhile: launch nothing
+        std::shared_ptr<stream::Stream> s;
+        if (p->ok) s = Launch(std::move(p->g), &p->why);
+        then(std::move(s), p->why);
+      });
+  if (!queued) then(nullptr, PrepOverloaded());
 }
 
 }  // namespace tw::api

@@ -3,7 +3,10 @@
 //
 // Threads: Init() and Run() on the thread that will be the I/O thread;
 // RequestShutdown() and port() from any thread. The backend has threads of
-// its own; everything else here runs on the I/O thread.
+// its own, and so does request preparation: parsing a body and tokenizing a
+// prompt (work that grows with the input) run on the prep threads
+// (net::WorkerPool, --prep-threads), so a large request never stalls the
+// loop. Everything else here runs on the I/O thread.
 //
 // Layering: JSON is written at the edges (this layer, the HTTP layer's error
 // responses, the SSE and WebSocket formats); requests are parsed once into
@@ -13,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -26,13 +30,16 @@
 #include "http/router.h"
 #include "http/server.h"
 #include "net/event_loop.h"
+#include "net/worker_pool.h"
 #include "stream/hub.h"
 #include "tokenizer/tokenizer.h"
+#include "ws/ws_session.h"
 
 namespace tw::api {
 
 class SseSubscription;
 class CollectSubscription;
+struct CompletionRequest;
 
 class App {
  public:
@@ -61,6 +68,7 @@ class App {
   // Endpoints.
   void HandleStream(const http::Request& req, http::Responder r, bool attach);
   void HandleGenerate(const http::Request& req, http::Responder r);
+  void CollectGeneration(const std::shared_ptr<stream::Stream>& s, http::Responder r);
   void HandleEvents(const http::Request& req, http::Responder r);
   void HandleStatus(const http::Request& req, http::Responder r);
   void HandleDelete(const http::Request& req, http::Responder r);
@@ -71,13 +79,47 @@ class App {
   void HandleEmissions(const http::Request& req, http::Responder r);
   // ---- begin OpenAI-compatible API (defined in src/api/completions.cc)
   void HandleCompletions(const http::Request& req, http::Responder r);  // POST /v1/completions
+  void LaunchCompletion(const CompletionRequest& c, http::Responder r);
   void HandleModels(const http::Request& req, http::Responder r);       // GET /v1/models
   void HandleModel(const http::Request& req, http::Responder r);        // GET /v1/models/{id}
   // ---- end OpenAI-compatible API
 
-  // Parses the body, launches, and returns the stream; or answers the
-  // refusal and returns nullptr.
-  std::shared_ptr<stream::Stream> StartGeneration(const http::Request& req, http::Responder& r);
+  // Work proportional to a request's size (parsing its JSON, tokenizing its
+  // prompt) runs on a prep thread (--prep-threads), never on the loop.
+  // Parses the body there, then on the loop launches the stream and calls
+  // `then` with it; or answers the refusal (ours, or OpenAI's with
+  // `openai`) and does not call `then`. A client that left meanwhile gets
+  // nothing launched.
+  using Launched = std::function<void(const std::shared_ptr<stream::Stream>&, http::Responder)>;
+  void StartGeneration(const http::Request& req, http::Responder r, Launched then);
+  // Prepares a request off the loop: `parse(T*, ApiError*) -> bool` runs on
+  // a prep thread; then, on the loop and unless the client has left,
+  // `use(T&, Responder)` or `refuse(Responder&, const ApiError&)`. With
+  // --max-prep-queue requests already waiting it refuses at once (503).
+  template <class T, class Parse, class Use, class Refuse>
+  void PrepRequest(http::Responder r, Parse parse, Use use, Refuse refuse) {
+    struct Prepared {
+      T value;
+      ApiError error;
+      bool ok = false;
+    };
+    auto p = std::make_shared<Prepared>();
+    http::Responder keep = r;
+    bool queued = prep_->Submit([p, parse = std::move(parse)] { p->ok = parse(&p->value, &p->error); },
+                                [p, r, use = std::move(use), refuse]() mutable {
+                                  if (r.closed()) return;  // the client left meanwhile
+                                  if (p->ok) {
+                                    use(p->value, std::move(r));
+                                  } else {
+                                    refuse(r, p->error);
+                                  }
+                                });
+    if (!queued) refuse(keep, PrepOverloaded());
+  }
+  static ApiError PrepOverloaded();
+  // A JSON body computed off the loop by `make(body*, error*) -> bool`, sent
+  // as 200 application/json (or the error in our envelope).
+  void AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiError*)> make);
   // The core every transport shares, on a typed request: create, append
   // `start`, submit. Refusals (shutting_down, overloaded, the backend's) fill
   // *why before any byte of a stream.
@@ -85,12 +127,11 @@ class App {
   void AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after);
   // WebSocket (src/ws): GET /v1/ws and, with --lab, GET /lab/ws-echo.
   void AddWebSocketRoutes();
-  // A WebSocket "generate" message, already parsed (its "op" allowed).
-  std::shared_ptr<stream::Stream> StartWsGeneration(const json::Value& message, ApiError* refusal);
+  // A WebSocket "generate" message, already parsed (its "op" allowed):
+  // prepared off the loop like StartGeneration (ws::GenerationStarter).
+  void StartWsGeneration(const json::Value& message, std::function<bool()> still_wanted,
+                         ws::GenerationStarted then);
   void SendRequestError(http::Responder& r, const ApiError& e);
-  // Parses a request body as JSON within the depth bound; on failure answers
-  // 400 invalid_json (with the byte offset) and returns false.
-  bool ParseJsonBody(const http::Request& req, http::Responder& r, json::Value* out);
 
   Config config_;
   RequestBounds bounds_;
@@ -100,6 +141,7 @@ class App {
   http::Router router_;
   std::unique_ptr<http::Server> server_;
   tokenizer::Tokenizer tokenizer_;
+  std::unique_ptr<net::WorkerPool> prep_;  // after tokenizer_: its jobs use it
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<stream::StreamHub> hub_;
   std::unordered_map<void*, std::shared_ptr<void>> subscriptions_;  // keeps transports alive

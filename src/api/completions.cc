@@ -584,12 +584,18 @@ void CompletionCollectSubscription::Done() {
 // ---- App endpoints (declared in app.h) ------------------------------------------
 
 void App::HandleCompletions(const http::Request& req, http::Responder r) {
-  CompletionRequest c;
+  // Parsed and tokenized on a prep thread, launched on the loop.
+  PrepRequest<CompletionRequest>(
+      std::move(r),
+      [this, body = req.body](CompletionRequest* c, ApiError* err) {
+        return ParseCompletionRequest(body, tokenizer_, bounds_, model_name_, c, err);
+      },
+      [this](CompletionRequest& c, http::Responder r) { LaunchCompletion(c, std::move(r)); },
+      [this](http::Responder& r, const ApiError& e) { SendOpenAiError(r, e, CorsHeaders()); });
+}
+
+void App::LaunchCompletion(const CompletionRequest& c, http::Responder r) {
   ApiError err;
-  if (!ParseCompletionRequest(req.body, tokenizer_, bounds_, model_name_, &c, &err)) {
-    SendOpenAiError(r, err, CorsHeaders());
-    return;
-  }
   ParsedGeneration g;
   g.request = ToGeneration(c);
   g.policy = default_policy_;

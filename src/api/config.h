@@ -44,6 +44,8 @@ struct Config {
   int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
   int64_t block_size = 16;
   int64_t max_waiting = 64;
+  int64_t prep_threads = 1;      // request parsing + tokenizing, off the loop
+  int64_t max_prep_queue = 256;  // requests waiting for a prep thread
   int64_t max_new_tokens = 1024;
   int64_t default_new_tokens = 64;
   // Streams.

@@ -134,18 +134,24 @@ void WsSession::OnMessage(Opcode opcode, std::string_view payload) {
 }
 
 void WsSession::HandleGenerate(const json::Value& msg) {
-  if (slots_.size() >= options_.max_streams_per_connection) {
-    SendError("", "generate", TooMany(slots_.size()));
+  // Generations still being prepared count against the bound too.
+  if (slots_.size() + starting_ >= options_.max_streams_per_connection) {
+    SendError("", "generate", TooMany(slots_.size() + starting_));
     return;
   }
-  ApiError refusal;
-  std::shared_ptr<stream::Stream> s = starter_(msg, &refusal);
-  if (!s) {
-    SendError("", "generate", refusal);
-    return;
-  }
-  uint64_t oldest = 0;
-  AttachSlot(s, 0, &oldest, nullptr);  // a fresh stream: cannot be refused
+  starting_++;
+  std::weak_ptr<bool> alive = alive_;
+  auto wanted = [this, alive] { return !alive.expired() && !closed_; };
+  starter_(msg, wanted, [this, alive](std::shared_ptr<stream::Stream> s, const ApiError& refusal) {
+    if (alive.expired()) return;  // (a refusal for a session already gone)
+    starting_--;
+    if (!s) {
+      SendError("", "generate", refusal);
+      return;
+    }
+    uint64_t oldest = 0;
+    AttachSlot(s, 0, &oldest, nullptr);  // a fresh stream: cannot be refused
+  });
 }
 
 void WsSession::HandleResume(const json::Value& msg) {

@@ -54,11 +54,16 @@
 
 namespace tw::ws {
 
-// Takes the parsed generate message ("op" included), creates, submits and
-// returns the stream; or fills *refusal (invalid_request, prompt_too_long,
-// overloaded, shutting_down) and returns nullptr.
+// What a GenerationStarter reports, on the loop thread: the stream created
+// and submitted, or nullptr and the refusal (invalid_request,
+// prompt_too_long, overloaded, shutting_down).
+using GenerationStarted = std::function<void(std::shared_ptr<stream::Stream>, const ApiError& refusal)>;
+// Takes the parsed generate message ("op" included) and prepares it, possibly
+// off the loop (tokenizing a prompt grows with its size); then, on the loop,
+// if still_wanted() (the session is still open), creates and submits the
+// stream and calls `then`. Without a stream it may call `then` at once.
 using GenerationStarter =
-    std::function<std::shared_ptr<stream::Stream>(const json::Value& message, ApiError* refusal)>;
+    std::function<void(const json::Value& message, std::function<bool()> still_wanted, GenerationStarted then)>;
 
 struct SessionOptions {
   size_t max_streams_per_connection = 16;
@@ -104,6 +109,7 @@ class WsSession : public WsEndpoint {
   WsConnection* ws_ = nullptr;
   bool closed_ = false;
   std::unordered_map<Slot*, std::shared_ptr<Slot>> slots_;
+  size_t starting_ = 0;  // generate ops being prepared (GenerationStarter)
   // Callbacks that may outlive the session (StreamHub::Cancel) hold a weak
   // reference to this.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -1,0 +1,61 @@
+// WorkerPool: work whose cost grows with the input (tokenizing a prompt,
+// parsing a large body) run off the event loop, so one big request cannot
+// stall every other connection; the result comes back to the loop.
+//
+// Submit(work, done): `work` runs on one of the pool's threads; `done` then
+// runs on the loop thread (EventLoop::Post), where it may touch loop-owned
+// state (answer a request, create a stream). Jobs start in submission order
+// (with one thread they also finish in it). The queue is bounded: Submit
+// refuses (returns false, nothing runs) while `max_queued` jobs wait, and
+// the caller answers 503 overloaded.
+//
+// Threads: Submit and Stop on the loop thread; the workers run `work` only.
+// `work` must not touch loop-owned state; it hands its result to `done`
+// through what both capture (e.g. a shared_ptr). Memory: at most max_queued
+// waiting jobs plus one running per thread. Stop() (and the destructor)
+// waits for running jobs and drops the waiting ones: their `done` never runs
+// (it is destroyed on the caller's thread).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "net/event_loop.h"
+
+namespace tw::net {
+
+class WorkerPool {
+ public:
+  WorkerPool(EventLoop* loop, int threads, size_t max_queued);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  bool Submit(std::function<void()> work, std::function<void()> done);
+  void Stop();
+  size_t queued() const;  // waiting, not yet started (THREAD-SAFE)
+  size_t running() const;  // being worked on now (THREAD-SAFE)
+
+ private:
+  struct Job {
+    std::function<void()> work;
+    std::function<void()> done;
+  };
+  void Run();
+
+  EventLoop* loop_;
+  const size_t max_queued_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;  // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+  size_t running_ = 0;     // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tw::net
