@@ -244,9 +244,15 @@ TEST(LabHttp, NaiveStalledClientStallsAHealthyOneUntilItLeaves) {
   auto slow = StalledClient(srv.port(), &slow_id);
   HealthyRead healthy;
   std::thread t = HealthyClient(srv.port(), &healthy);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  // The tiny model makes 100 tokens in well under a second; the stalled
-  // reader's full buffers hold the engine back.
+  // Counted, not slept: the engine has stopped at the naive gate (its
+  // reader_waits counts each time it found the gate closed) while the
+  // healthy stream was unfinished, and stays stopped: its wake-ups keep
+  // finding the gate closed. (A sleep would pass trivially on a host too
+  // slow to make the 100 tokens in that time.)
+  auto reader_waits = [&] {
+    return srv.Stats().Find("engine")->Find("reader_waits")->as_int();
+  };
+  ASSERT_TRUE(WaitUntil([&] { return reader_waits() >= 1; }, 10000));
   EXPECT_FALSE(healthy.done.load());
   EXPECT_LT(healthy.tokens.load(), 100);
   json::Value st = srv.CallJson("GET", "/v1/streams/" + slow_id);
