@@ -218,7 +218,8 @@ fuzz: fuzz-check $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do \
 	  name=$$(basename $$f); mkdir -p build/fuzz/corpus/$$name; \
 	  echo "== $$name for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus/$$name \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/fuzz/$$name- \
+	    build/fuzz/corpus/$$name \
 	    $$(test -d tests/fuzz/seeds/$$name && echo tests/fuzz/seeds/$$name) > build/fuzz/$$name.log 2>&1 \
 	    || { tail -n 40 build/fuzz/$$name.log; exit 1; }; \
 	  grep -E "^stat::number_of_executed_units|^Done" build/fuzz/$$name.log | tail -n 2; \

@@ -193,9 +193,10 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
   size_t offset = 0;
   Status st = ParseRequestJson(body, bounds, &v, &offset);
   if (!st.ok()) {
-    return Refuse(err, 400, "",
-                  "the body is not valid JSON (byte " + std::to_string(offset) + "): " + st.message(),
-                  ErrorCode::kInvalidJson);
+    Refuse(err, 400, "", "the body is not valid JSON (byte " + std::to_string(offset) + "): " + st.message(),
+           ErrorCode::kInvalidJson);
+    err->offset = static_cast<int64_t>(offset);  // (OpenAI's shape has it in the message only)
+    return false;
   }
   std::string dup;
   if (json::FindDuplicateKey(v, &dup)) {

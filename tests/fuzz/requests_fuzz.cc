@@ -4,9 +4,9 @@
 // input bytes:
 // - each parser accepts, or refuses with a 4xx status and a non-empty message
 //   (an invalid_json refusal names a byte offset inside the input);
-// - a completions request it accepts translates (ToGenerationBody) into a
-//   generation request that ParseGenerationRequest accepts, with the same
-//   prompt tokens.
+// - a completions request it accepts maps (ToGeneration) onto our typed
+//   generation request with the same prompt tokens, stop strings and seed,
+//   and a max_new_tokens within the server's bound.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +25,15 @@ namespace {
   std::abort();
 }
 
+void CheckRefusal(const tw::ApiError& e, size_t size, const char* who) {
+  if (e.http_status < 400 || e.http_status > 499 || e.message.empty()) {
+    Fail(std::string(who) + " refusal without 4xx + message: " + std::to_string(e.http_status));
+  }
+  if (e.code == tw::ErrorCode::kInvalidJson && (e.offset < 0 || static_cast<size_t>(e.offset) > size)) {
+    Fail(std::string(who) + " invalid_json offset outside the input: " + std::to_string(e.offset));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -35,26 +44,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bounds.vocab_size = static_cast<int>(tok.vocab_size());
 
   ParsedGeneration g;
-  RequestError e;
+  tw::ApiError e;
   if (!ParseGenerationRequest(body, tok, bounds, tw::stream::Policy::kDropSlow, &g, &e)) {
-    if (e.status < 400 || e.status > 499 || e.message.empty()) Fail("generation refusal without 4xx + message");
-    if (e.type == "invalid_json" && (e.offset < 0 || static_cast<size_t>(e.offset) > size)) {
-      Fail("invalid_json offset outside the input: " + std::to_string(e.offset));
-    }
+    CheckRefusal(e, size, "generation");
   }
 
   CompletionRequest c;
-  OpenAiError oe;
-  if (!ParseCompletionRequest(body, tok, bounds, "gpt2", &c, &oe)) {
-    if (oe.status < 400 || oe.status > 499 || oe.message.empty()) Fail("completions refusal without 4xx + message");
+  tw::ApiError ce;
+  if (!ParseCompletionRequest(body, tok, bounds, "gpt2", &c, &ce)) {
+    CheckRefusal(ce, size, "completions");
     return 0;
   }
-  const std::string ours = ToGenerationBody(c);
-  ParsedGeneration t;
-  RequestError te;
-  if (!ParseGenerationRequest(ours, tok, bounds, tw::stream::Policy::kDropSlow, &t, &te)) {
-    Fail("an accepted completions request translated into a refused one: " + ours + " -> " + te.message);
+  const tw::backend::GenerationRequest t = ToGeneration(c);
+  if (t.prompt_tokens != c.prompt_tokens) Fail("the mapping changed the prompt tokens");
+  if (t.stop != c.stop) Fail("the mapping changed the stop strings");
+  if (t.has_seed != c.has_seed || (c.has_seed && t.seed != static_cast<uint64_t>(c.seed))) {
+    Fail("the mapping changed the seed");
   }
-  if (t.request.prompt_tokens != c.prompt_tokens) Fail("translation changed the prompt tokens: " + ours);
+  if (t.max_new_tokens < 1 || t.max_new_tokens > bounds.max_new_tokens) {
+    Fail("max_new_tokens outside the bound: " + std::to_string(t.max_new_tokens));
+  }
   return 0;
 }
