@@ -343,10 +343,15 @@ void App::AddRoutes() {
   AddWebSocketRoutes();
 }
 
+ApiError App::Draining() {
+  ApiError e = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
+  e.retry_after_ms = 1000;
+  return e;
+}
+
 std::shared_ptr<stream::Stream> App::Launch(ParsedGeneration g, ApiError* why) {
   if (shutting_down_) {
-    *why = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
-    why->retry_after_ms = 1000;
+    *why = Draining();
     return nullptr;
   }
   auto s = hub_->Create(g.policy);
@@ -476,9 +481,7 @@ void App::HandleEvents(const http::Request& req, http::Responder r) {
   if (shutting_down_) {
     // Its generation was cancelled by the drain: a resume here could only
     // end in `cancelled`. Retryable: the client learns to start again.
-    http::Headers h = CorsHeaders();
-    h.emplace_back("Retry-After", "1");
-    r.SendError(503, "shutting_down", "the server is shutting down", true, {}, h);
+    r.SendError(Draining(), CorsHeaders());
     return;
   }
   std::string id(r.Param("id"));
@@ -746,7 +749,7 @@ void App::AddWebSocketRoutes() {
   router_.Add("GET", "/v1/ws", [this, hs, wo, so](const http::Request& req, http::Responder r) {
     if (!Authorized(req, r)) return;
     if (shutting_down_) {
-      r.SendError(503, "shutting_down", "the server is shutting down", true, {}, {{"Retry-After", "1"}});
+      r.SendError(Draining());
       return;
     }
     ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so] {

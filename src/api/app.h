@@ -117,6 +117,8 @@ class App {
     if (!queued) refuse(keep, PrepOverloaded());
   }
   static ApiError PrepOverloaded();
+  // 503 shutting_down with Retry-After: new work while draining.
+  static ApiError Draining();
   // A JSON body computed off the loop by `make(body*, error*) -> bool`, sent
   // as 200 application/json (or the error in our envelope).
   void AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiError*)> make);

@@ -190,17 +190,11 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
                             const RequestBounds& bounds, std::string_view model_id,
                             CompletionRequest* out, ApiError* err) {
   json::Value v;
-  size_t offset = 0;
-  Status st = ParseRequestJson(body, bounds, &v, &offset);
-  if (!st.ok()) {
-    Refuse(err, 400, "", "the body is not valid JSON (byte " + std::to_string(offset) + "): " + st.message(),
-           ErrorCode::kInvalidJson);
-    err->offset = static_cast<int64_t>(offset);  // (OpenAI's shape has it in the message only)
-    return false;
-  }
-  std::string dup;
-  if (json::FindDuplicateKey(v, &dup)) {
-    *err = DuplicateKeyError(dup);
+  if (!ParseRequestBody(body, bounds, &v, err)) {
+    // OpenAI's error shape has no offset field: the message names the byte.
+    if (err->code == ErrorCode::kInvalidJson) {
+      err->message = "the body is not valid JSON (byte " + std::to_string(err->offset) + "): " + err->message;
+    }
     return false;
   }
   if (!v.is_object()) return Refuse(err, 400, "", "the body must be a JSON object");

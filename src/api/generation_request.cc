@@ -21,24 +21,12 @@ bool WrongType(ApiError* err, std::string_view field, std::string_view want) {
 
 }  // namespace
 
-Status ParseRequestJson(std::string_view body, const RequestBounds& bounds, json::Value* out,
-                        size_t* offset) {
+bool ParseRequestBody(std::string_view body, const RequestBounds& bounds, json::Value* out, ApiError* err) {
   json::ParseLimits limits;
   limits.max_bytes = body.size() + 1;  // the HTTP layer already bounded the body
   limits.max_depth = bounds.max_json_depth;
-  return json::Parse(body, out, limits, offset);
-}
-
-ApiError DuplicateKeyError(const std::string& path) {
-  ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, 400,
-                              "key '" + path + "' appears twice; give each field once");
-  e.param = path;
-  return e;
-}
-
-bool ParseRequestBody(std::string_view body, const RequestBounds& bounds, json::Value* out, ApiError* err) {
   size_t offset = 0;
-  Status st = ParseRequestJson(body, bounds, out, &offset);
+  Status st = json::Parse(body, out, limits, &offset);
   if (!st.ok()) {
     Fail(err, 400, ErrorCode::kInvalidJson, st.message());
     err->offset = static_cast<int64_t>(offset);

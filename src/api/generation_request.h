@@ -45,16 +45,11 @@ struct ParsedGeneration {
 };
 
 // Parses a request body as JSON within the request bounds (max_json_depth;
-// the HTTP layer has already bounded its size). On failure *offset is the
-// byte offset where parsing stopped.
-Status ParseRequestJson(std::string_view body, const RequestBounds& bounds, json::Value* out,
-                        size_t* offset);
-// ParseRequestJson, then one value per key: on failure *err is invalid_json
-// (400, with the byte offset) or, for a key given twice in one object,
-// invalid_request (400) naming it (param: its path, e.g. "prompt").
+// the HTTP layer has already bounded its size), one value per key: on
+// failure *err is invalid_json (400, with the byte offset) or, for a key
+// given twice in one object, invalid_request (400) naming it (param: its
+// path, e.g. "prompt").
 bool ParseRequestBody(std::string_view body, const RequestBounds& bounds, json::Value* out, ApiError* err);
-// The error for a key given twice (json::FindDuplicateKey's path).
-ApiError DuplicateKeyError(const std::string& path);
 
 // The values of a "stop" field, not yet checked: the field itself if it is a
 // string, its items if an array, none if null. False if it is none of these.

@@ -71,6 +71,12 @@ ApiError ApiError::Make(ErrorCode code, std::string message) {
   return Make(code, DefaultHttpStatus(code), std::move(message));
 }
 
+ApiError DuplicateKeyError(const std::string& path) {
+  ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, 400, "key '" + path + "' appears twice; give each field once");
+  e.param = path;
+  return e;
+}
+
 ApiError ApiError::Make(ErrorCode code, int http_status, std::string message) {
   ApiError e;
   e.code = code;

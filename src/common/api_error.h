@@ -71,4 +71,8 @@ struct ApiError {
   const char* type() const { return ErrorCodeName(code); }
 };
 
+// invalid_request (400) for a request whose JSON gives a key twice
+// (json::FindDuplicateKey's path), with the path as param.
+ApiError DuplicateKeyError(const std::string& path);
+
 }  // namespace tw

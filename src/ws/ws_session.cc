@@ -111,9 +111,7 @@ void WsSession::OnMessage(Opcode opcode, std::string_view payload) {
   }
   std::string dup;
   if (json::FindDuplicateKey(msg, &dup)) {
-    ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, "key '" + dup + "' appears twice; give each field once");
-    e.param = dup;
-    SendError("", "", e);
+    SendError("", "", DuplicateKeyError(dup));
     return;
   }
   const json::Value* op = msg.is_object() ? msg.Find("op") : nullptr;

@@ -70,5 +70,32 @@ TEST(Prep, AMegabytePromptDoesNotStallOtherConnections) {
       "/v1/generate", R"({"prompt":")" + Digits(1000000) + R"(","max_new_tokens":3})", 200);
 }
 
+// --max-prep-queue: with one request being prepared and one waiting, a third
+// is refused at once (503 overloaded, Retry-After), in our shape and
+// OpenAI's; the two taken are answered.
+TEST(Prep, OverMaxPrepQueueIsRefusedWith503) {
+  AppServer srv({"--prep-threads", "1", "--max-prep-queue", "1"});
+  const std::string big = R"({"text":")" + Digits(1000000) + R"("})";
+  client::HttpClient running, waiting;
+  ASSERT_NO_FATAL_FAILURE(SendBig(&running, srv, "/v1/tokenize", big));
+  ASSERT_TRUE(WaitUntil([&] { return PrepRunning(srv) == 1; }));
+  ASSERT_NO_FATAL_FAILURE(SendBig(&waiting, srv, "/v1/tokenize", big));
+  ASSERT_TRUE(WaitUntil([&] { return srv.Stats().Find("prep")->Find("queued")->as_int() == 1; }));
+  client::Response r = srv.Call("POST", "/v1/tokenize", R"({"text":"x"})");
+  EXPECT_EQ(r.head.status, 503);
+  EXPECT_NE(r.body.find("\"overloaded\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("--max-prep-queue"), std::string::npos) << r.body;
+  const std::string* retry = r.head.Find("Retry-After");
+  EXPECT_TRUE(retry != nullptr && *retry == "1");
+  r = srv.Call("POST", "/v1/completions", R"({"model":"mock-gpt2","prompt":"x"})");
+  EXPECT_EQ(r.head.status, 503);
+  EXPECT_NE(r.body.find("--max-prep-queue"), std::string::npos) << r.body;
+  client::Response a, b;
+  ASSERT_TRUE(running.ReadResponse(&a).ok());
+  ASSERT_TRUE(waiting.ReadResponse(&b).ok());
+  EXPECT_EQ(a.head.status, 200);
+  EXPECT_EQ(b.head.status, 200);
+}
+
 }  // namespace
 }  // namespace tw
