@@ -9,6 +9,8 @@
 #   make bench BENCH=streams,http,cpu,engine,full   any comma-separated selection
 #                              (naming any of streams/http/cpu/engine runs only those)
 # The CPU model and engine benches take minutes, so the default leaves them out.
+# The streams scenarios end with chaos, a soak of mixed clients against the
+# CPU backend: 60 s quick, 10 minutes with full.
 #
 # A bench that cannot run here (wrk or nginx missing for the HTTP bench) is
 # reported and skipped; the renderer then shows that bench's newest committed

@@ -8,7 +8,8 @@
 // connections here and in the server child, which inherits it), then runs
 // each scenario. Exit status: 0 when every scenario ran (its targets met or
 // not: the numbers are the result); 1 when one could not run (the server did
-// not start, a file could not be written); 2 on a usage error.
+// not start, a file could not be written) or, for a scenario made of
+// pass/fail checks (chaos), when a check failed; 2 on a usage error.
 #pragma once
 
 #include <vector>

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "client/http_client.h"
+
 namespace tw::loadgen {
 
 Engine::Engine(uint16_t port, EngineOptions options)
@@ -29,12 +31,15 @@ Status Engine::Init() {
   return Status::Ok();
 }
 
-Conn* Engine::Open(std::string request, Handler* handler, uint64_t tag) {
+Conn* Engine::Open(std::string request, Handler* handler, uint64_t tag, ConnOptions options) {
   auto owned = std::make_unique<Conn>();
   Conn* c = owned.get();
   c->handler_ = handler;
   c->tag_ = tag;
   c->out_ = std::move(request);
+  c->rcvbuf_bytes_ = options.rcvbuf_bytes;
+  c->responses_ = options.responses < 1 ? 1 : options.responses;
+  c->reading_ = options.reading;
   conns_.emplace(c, std::move(owned));
   queued_.push(c);
   StartQueued();
@@ -60,9 +65,8 @@ void Engine::StartConnect(Conn* c) {
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (options_.rcvbuf_bytes > 0) {
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options_.rcvbuf_bytes, sizeof options_.rcvbuf_bytes);
-  }
+  const int rcvbuf = c->rcvbuf_bytes_ > 0 ? c->rcvbuf_bytes_ : options_.rcvbuf_bytes;
+  if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port_);
@@ -96,6 +100,12 @@ void Engine::UpdateInterest(Conn* c) {
 
 void Engine::StopReading(Conn* c) {
   c->reading_ = false;
+  UpdateInterest(c);
+}
+
+void Engine::ResumeReading(Conn* c, bool widen) {
+  if (widen && c->fd_ >= 0) client::WidenReceiveWindow(c->fd_);
+  c->reading_ = true;
   UpdateInterest(c);
 }
 
@@ -171,6 +181,13 @@ void Engine::ReadSome(Conn* c) {
     if (!had_head && c->parser_.head_done()) c->handler_->OnHead(c, c->parser_.head());
     if (c->phase_ != Conn::Phase::kReading) return;  // the handler closed it
     if (c->parser_.done()) {
+      c->responses_done_++;
+      c->handler_->OnResponseDone(c);
+      if (c->phase_ != Conn::Phase::kReading) return;
+      if (c->responses_done_ < c->responses_) {
+        c->parser_.Reset();  // a pipelined response follows
+        continue;
+      }
       Finish(c, true, Status::Ok());
       return;
     }

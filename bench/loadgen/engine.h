@@ -9,6 +9,12 @@
 // RST. Connects are admitted at most `max_connecting` at a time so that a
 // burst of thousands never overflows the server's listen backlog.
 //
+// A Conn may also carry several pipelined requests written back to back
+// (ConnOptions::responses): their responses are parsed one after another on
+// the same connection, each announced to the handler by OnResponseDone. And
+// a Conn may be opened without reading (ConnOptions::reading = false), or
+// with its own SO_RCVBUF, for clients that read slowly or never.
+//
 // Thread: one thread owns an Engine and everything attached to it; handlers
 // run inside Run(). Allocation: one Conn (with its parser) per open
 // connection; one shared read buffer of `read_buffer_bytes`. Never blocks
@@ -48,12 +54,22 @@ class Handler {
   // `why` says what ended it (EOF, reset, parse error, connect failure). Not
   // called after the handler closed the connection itself.
   virtual void OnEnd(Conn* c, bool complete, const Status& why) = 0;
+  // One whole response arrived (every response of a pipelined Conn, the
+  // last one too, before its OnEnd); the next one's OnHead follows.
+  virtual void OnResponseDone(Conn*) {}
 };
 
 struct EngineOptions {
   size_t max_connecting = 256;        // connects in flight at once
   size_t read_buffer_bytes = 65536;   // one read() at most
   int rcvbuf_bytes = 0;               // > 0: SO_RCVBUF before connect
+};
+
+// Per-connection choices (Engine::Open).
+struct ConnOptions {
+  int rcvbuf_bytes = 0;  // > 0: this connection's SO_RCVBUF before connect (else EngineOptions')
+  int responses = 1;     // pipelined requests in the request bytes: responses read before the exchange ends
+  bool reading = true;   // false: the request is written, nothing is ever read (until ResumeReading)
 };
 
 class Conn {
@@ -76,6 +92,9 @@ class Conn {
   std::string out_;        // request bytes not yet written
   size_t out_off_ = 0;
   bool reading_ = true;    // EPOLLIN wanted
+  int rcvbuf_bytes_ = 0;   // SO_RCVBUF before connect (0: the engine's)
+  int responses_ = 1;      // responses expected on this connection
+  int responses_done_ = 0;
   double opened_us_ = 0;
   double sent_us_ = 0;
   uint64_t wire_bytes_ = 0;
@@ -93,12 +112,17 @@ class Engine {
 
   // Queues a connection that will send `request` (raw HTTP bytes). The Conn
   // stays valid until it is closed (by the handler, or after OnEnd).
-  Conn* Open(std::string request, Handler* handler, uint64_t tag);
+  Conn* Open(std::string request, Handler* handler, uint64_t tag, ConnOptions options = {});
   // Closes now: RST (SO_LINGER 0) when `reset`, else FIN. No OnEnd follows.
   void Close(Conn* c, bool reset);
   // Stops reading: the kernel's receive buffer fills and the server's writes
   // back up. The connection stays open.
   void StopReading(Conn* c);
+  // Reads again after StopReading (or ConnOptions::reading = false). With
+  // `widen`, the receive buffer and window are widened first
+  // (client::WidenReceiveWindow): a reader that had a tiny SO_RCVBUF would
+  // otherwise get a few KB per 200 ms persist probe.
+  void ResumeReading(Conn* c, bool widen = false);
 
   // Runs `fn` at NowUs() >= at_us (from inside Run).
   void At(double at_us, std::function<void()> fn);

@@ -1,13 +1,15 @@
-// loadgen: TokenWire's streaming load generator (issue 3, bench section).
+// loadgen: TokenWire's streaming load generator (the streams scenarios of
+// `make bench`).
 //
 //   loadgen [--server build/tokenwire] [--out bench/results] [--full] SCENARIO...
 //
 // SCENARIO: resume_storm cancel_latency abandonment concurrency idle_soak
-// backpressure throughput, or all. Each one starts its own server process on an
+// backpressure throughput chaos, or all. Each one starts its own server process on an
 // ephemeral loopback port, runs, and writes <out>/<scenario>.json and charts.
 // A progress line goes to stderr while it runs. Exit status: 0 when every
 // scenario ran (its targets met or not: the numbers are the result); 1 when
-// one could not run (the server did not start, a file could not be written).
+// one could not run (the server did not start, a file could not be written),
+// or when one of chaos's checks failed (its result file is written first).
 #include <string>
 
 #include "loadgen/cli.h"
@@ -25,5 +27,6 @@ int main(int argc, char** argv) {
                       {"concurrency", Concurrency},
                       {"idle_soak", IdleSoak},
                       {"backpressure", Backpressure},
-                      {"throughput", Throughput}});
+                      {"throughput", Throughput},
+                      {"chaos", Chaos}});
 }

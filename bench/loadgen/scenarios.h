@@ -1,5 +1,6 @@
-// The six streaming scenarios of issue 3 (scenarios_correctness.cc: 1-3,
-// scenarios_load.cc: 4-6; their numbers are rendered into RESULTS.md). Each
+// The streaming scenarios (scenarios_correctness.cc, scenarios_load.cc,
+// scenarios_throughput.cc, scenarios_chaos.cc; their numbers are rendered
+// into RESULTS.md). Each
 // starts its own server child process (ServerProcess), drives it with an
 // Engine of StreamSessions, checks what arrived against the mock's emission
 // log (/lab/emissions/{id}) and MockBackend::TokenAt, and writes
@@ -32,5 +33,9 @@ Status Backpressure(const Options& o);
 Status Throughput(const Options& o);
 // 32 streams from a real model (TW_BENCH_BACKEND, TW_BENCH_MODEL): tokens/s, TTFT.
 Status ModelStreams(const Options& o);
+// A mixed workload against the CPU backend for 60 s (full: 600 s), then the
+// end state (scenarios_chaos.cc). Unlike the others it returns an error when
+// one of its checks fails, so the loadgen exits 1.
+Status Chaos(const Options& o);
 
 }  // namespace tw::loadgen

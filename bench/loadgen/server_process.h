@@ -31,6 +31,8 @@ class ServerProcess {
   uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string command_line() const { return command_; }
+  // The file holding its stdout and stderr (removed by Stop).
+  const std::string& log_path() const { return log_path_; }
   // A field of /proc/PID/status in kB ("VmHWM", "VmRSS"); -1 if unreadable.
   int64_t StatusKb(const std::string& field) const;
   // Open file descriptors of the server (entries in /proc/PID/fd).

@@ -1,5 +1,6 @@
 #include "loadgen/session.h"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -36,7 +37,31 @@ void StreamSession::Start() {
   start_us = NowUs();
   connections++;
   open = true;
-  conn_ = engine_->Open(PostStreamRequest(port_, script_.body), this, index_);
+  conn_ = engine_->Open(PostStreamRequest(port_, script_.body), this, index_, ConnOptionsFor());
+}
+
+ConnOptions StreamSession::ConnOptionsFor() const {
+  ConnOptions co;
+  co.rcvbuf_bytes = connections <= 1 ? script_.rcvbuf_bytes : 0;  // resumes read at full speed
+  return co;
+}
+
+bool StreamSession::Over() const {
+  if (open || resume_scheduled_) return false;
+  if (delete_sent_us > 0 && delete_done_us == 0) return false;
+  return done_us != 0 || !failure.empty() || (stalled && script_.close_instead_of_stall);
+}
+
+void StreamSession::ResumeLater() {
+  if (script_.reconnect_delay_ms > 0) {
+    resume_scheduled_ = true;
+    engine_->At(NowUs() + script_.reconnect_delay_ms * 1000.0, [this] {
+      resume_scheduled_ = false;
+      Resume();
+    });
+  } else {
+    Resume();
+  }
 }
 
 void StreamSession::Fail(const std::string& why) {
@@ -56,7 +81,10 @@ void StreamSession::OnHead(Conn*, const client::ResponseHead& head) {
 
 void StreamSession::OnBody(Conn* c, std::string_view bytes) {
   body_bytes += bytes.size();
-  if (status != 200) return;  // an error body: JSON, not SSE
+  if (status != 200) {  // an error body: JSON, not SSE (its first KB is kept)
+    error_body.append(bytes.substr(0, 1024 - std::min<size_t>(error_body.size(), 1024)));
+    return;
+  }
   conn_ = c;
   Status st = parser_.Feed(bytes);
   if (!st.ok()) Fail("SSE: " + st.message());
@@ -138,18 +166,22 @@ void StreamSession::ActOnPending() {
     case Pending::kNone:
       break;
     case Pending::kStall:
-      if (conn_) engine_->StopReading(conn_);
+      if (conn_) {
+        engine_->StopReading(conn_);
+        if (script_.stall_ms > 0) {
+          Conn* stalled_conn = conn_;
+          engine_->At(NowUs() + script_.stall_ms * 1000.0, [this, stalled_conn] {
+            if (open && conn_ == stalled_conn) engine_->ResumeReading(stalled_conn, /*widen=*/true);
+          });
+        }
+      }
       break;
     case Pending::kClose:
       CloseNow(false);
       break;
     case Pending::kDrop:
       CloseNow(pending_reset_);
-      if (script_.reconnect_delay_ms > 0) {
-        engine_->At(NowUs() + script_.reconnect_delay_ms * 1000.0, [this] { Resume(); });
-      } else {
-        Resume();
-      }
+      ResumeLater();
       break;
   }
 }
@@ -168,11 +200,15 @@ void StreamSession::Resume() {
     Fail("no X-Stream-Id to resume");
     return;
   }
+  if (connections >= script_.max_connections) {
+    Fail("still not done after " + std::to_string(connections) + " connections");
+    return;
+  }
   connections++;
   open = true;
   conn_ = engine_->Open(GetRequest(port_, "/v1/streams/" + stream_id + "/events",
                                    "Last-Event-ID: " + std::to_string(last_event_id) + "\r\n"),
-                        this, index_);
+                        this, index_, ConnOptionsFor());
 }
 
 void StreamSession::OnEnd(Conn* c, bool complete, const Status& why) {
@@ -183,6 +219,12 @@ void StreamSession::OnEnd(Conn* c, bool complete, const Status& why) {
   if (!complete || done_us == 0) {
     if (done_us == 0) unexpected_ends++;
     if (!complete && done_us == 0) Fail("connection ended: " + why.message());
+  }
+  // A whole response that ended before `done` (the server detached this
+  // subscriber, e.g. slow_client): resume where it stopped.
+  if (complete && done_us == 0 && status == 200 && failure.empty() && script_.resume_when_ended) {
+    server_ends_resumed++;
+    ResumeLater();
   }
 }
 

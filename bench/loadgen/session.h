@@ -1,7 +1,8 @@
 // One generation stream as the load generator drives it: a script (start it
 // with POST /v1/stream, read its SSE events with tw::sse::Parser, drop the
 // connection with a FIN or an RST after chosen events and resume with
-// Last-Event-ID, stop reading, send DELETE) and what was measured (arrival
+// Last-Event-ID, stop reading — for good or for a while —, resume when the
+// server detached the reader, send DELETE) and what was measured (arrival
 // time of every event, token ids by index, duplicates and gaps by event id,
 // heartbeats, error events, how each connection ended).
 //
@@ -31,6 +32,12 @@ struct Script {
   int stop_reading_after = -1;         // event id after which reading stops (-1: never)
   bool close_instead_of_stall = false; // at stop_reading_after: close (FIN) instead
   int delete_after = -1;               // event id after which DELETE is sent (-1: never)
+  double stall_ms = 0;                 // > 0: at stop_reading_after, read again after this long
+                                       // (with a widened receive window)
+  bool resume_when_ended = false;      // the server ended the response before `done` (a
+                                       // slow_client detach): resume with Last-Event-ID
+  int rcvbuf_bytes = 0;                // > 0: SO_RCVBUF of the stream's first connection
+  uint64_t max_connections = 64;       // POST + resumes; one more is a failure (no endless loop)
 };
 
 class RequestSession;
@@ -48,6 +55,10 @@ class StreamSession : public Handler {
   // Closes whatever connection is open (end of a hold).
   void CloseNow(bool reset);
 
+  // Nothing more will happen: no connection open, no resume or DELETE
+  // pending, and the stream ended (done, a failure, or the script's close).
+  bool Over() const;
+
   // --- measurements --------------------------------------------------------
   std::string stream_id;
   double start_us = 0;              // first connect began
@@ -64,8 +75,10 @@ class StreamSession : public Handler {
   std::string last_error_type;
   std::string finish_reason;
   int status = 0;                   // last HTTP status
+  std::string error_body;           // the first KB of a response that was not 200
   uint64_t connections = 0;         // POST + resumes
   uint64_t unexpected_ends = 0;     // the server ended a connection before `done`
+  uint64_t server_ends_resumed = 0; // of those, ended whole and resumed (resume_when_ended)
   uint64_t body_bytes = 0;          // de-chunked SSE bytes, all connections
   uint64_t wire_bytes = 0;          // bytes read from sockets, all connections
   uint64_t token_event_bytes = 0;   // SSE bytes of token events, as "id: N\nevent: token\ndata: D\n\n"
@@ -80,6 +93,8 @@ class StreamSession : public Handler {
  private:
   void OnEvent(const sse::Event& ev);
   void Resume();
+  void ResumeLater();  // after script_.reconnect_delay_ms
+  ConnOptions ConnOptionsFor() const;
   void SendDelete();
   void Fail(const std::string& why);
   void ActOnPending();
@@ -95,6 +110,7 @@ class StreamSession : public Handler {
   enum class Pending { kNone, kStall, kClose, kDrop };
   Pending pending_ = Pending::kNone;  // decided inside the parser's callback
   bool pending_reset_ = false;
+  bool resume_scheduled_ = false;    // a delayed Resume() is queued on the engine
   std::unique_ptr<RequestSession> delete_;
 };
 

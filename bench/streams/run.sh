@@ -2,9 +2,12 @@
 # The streaming scenarios (resume storm, cancellation latency, abandonment,
 # 1,000-stream concurrency, idle soak, backpressure, throughput), run by our load generator
 # (build/bench/loadgen) against build/tokenwire --backend mock, each with its
-# own server process on an ephemeral loopback port.
+# own server process on an ephemeral loopback port; and chaos, a mixed
+# workload against --backend cpu (the random tiny GPT-2) for 60 s (--full:
+# 10 minutes) that exits 1 if one of its checks fails.
 #
 #   bash bench/streams/run.sh [--full] [SCENARIO...]     (default: all, quick sizes)
+#   bash bench/streams/run.sh --full chaos                (the 10-minute soak alone)
 #
 # Output: bench/results/<scenario>.json (bench/loadgen/report.h convention)
 # and bench/results/*.svg. The descriptor limit is raised here for the

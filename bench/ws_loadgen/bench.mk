@@ -1,4 +1,4 @@
-# The WebSocket load generator (bench/ws_loadgen/): issue 6's resume storm
+# The WebSocket load generator (bench/ws_loadgen/): the resume storm
 # and 1,000-stream scenarios over GET /v1/ws. Included by the top-level
 # Makefile; objects come from its generic $(BUILD)/obj/%.o rule (-Ibench puts
 # "ws_loadgen/..." and "loadgen/..." on the path). It reuses bench/loadgen's

@@ -1,4 +1,4 @@
-// ws_loadgen: the WebSocket twin of bench/loadgen (issue 6's WebSocket half).
+// ws_loadgen: the WebSocket twin of bench/loadgen.
 //
 //   ws_loadgen [--server build/tokenwire] [--out bench/results] [--full] SCENARIO...
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's stream scenarios over WebSocket (GET /v1/ws), run by our
+# The resume storm and 1,000-stream scenarios over WebSocket (GET /v1/ws), run by our
 # WebSocket load generator (build/bench/ws_loadgen) against
 # build/tokenwire --backend mock, each with its own server process on an
 # ephemeral loopback port, with the same parameters as the SSE twins in

@@ -1,5 +1,5 @@
-// The two stream scenarios of issue 6 over WebSocket, with exactly the
-// parameters of their SSE twins in bench/loadgen/scenarios.cc (quick and
+// Two stream scenarios over WebSocket (resume storm, 1,000 streams), with exactly the
+// parameters of their SSE twins in bench/loadgen/scenarios_*.cc (quick and
 // full), so the two transports can be read side by side:
 //
 //   ws_resume_storm  200 streams x 6 forced disconnects (FIN/RST alternating),

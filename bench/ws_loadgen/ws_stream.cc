@@ -52,7 +52,28 @@ void WsStream::OnText(WsConn* c, std::string_view message) {
     const json::Value* e = v.Find("error");
     const json::Value* et = e ? e->Find("type") : nullptr;
     if (et && et->is_string()) last_error_type = et->as_string();
-    if (!seq) return;  // not a stream event (a refused op, slow_client, ...)
+    if (!seq && script_.resume_on_detach && last_error_type == "slow_client" && !stream_id.empty()) {
+      // Detached from this stream (the connection goes on): ask for the rest.
+      detach_resumes++;
+      std::string m = "{\"op\":\"resume\",\"stream\":";
+      json::AppendQuoted(&m, stream_id);
+      m += ",\"after\":" + std::to_string(last_seq) + "}";
+      engine_->SendText(c, m);
+      return;
+    }
+    if (const json::Value* op = v.Find("op"); !seq && op && op->is_string()) {
+      // A refused op (generate: overloaded; resume: not found, window
+      // exceeded): this stream cannot go on.
+      const json::Value* m = e ? e->Find("message") : nullptr;
+      Fail(op->as_string() + " refused: " + last_error_type + " (" + (m && m->is_string() ? m->as_string() : "") +
+           ")");
+      wire_bytes += c->wire_bytes_read();
+      engine_->Close(c, false);
+      conn_ = nullptr;
+      open = false;
+      return;
+    }
+    if (!seq) return;  // not a stream event (shutting_down, ...)
   }
   if (!seq || !seq->is_int()) {
     Fail("message without a numeric seq: " + std::string(message.substr(0, 200)));

@@ -5,6 +5,10 @@
 // measured (arrival time of every token, token ids by index, duplicates and
 // gaps by `seq`, error messages, how each connection ended).
 //
+// A refused op (an error message naming "op") ends the stream as a failure
+// ("generate refused: overloaded (message)") and closes the connection with
+// a FIN.
+//
 // One connection carries one stream, as an SSE response does, so the two
 // transports are compared stream for stream. After the `done` event the
 // connection is closed with a FIN (the server needs no close frame to
@@ -29,6 +33,8 @@ struct WsScript {
   std::vector<int> disconnect_after;   // seqs after which to drop the connection (ascending)
   bool alternate_reset = false;        // FIN, RST, FIN, ... (else always FIN)
   double reconnect_delay_ms = 0;       // between the drop and the resume connection
+  bool resume_on_detach = false;       // the server detached the stream (slow_client): send
+                                       // {"op":"resume",...} on the same connection
 };
 
 class WsStream : public WsHandler {
@@ -58,6 +64,7 @@ class WsStream : public WsHandler {
   uint64_t connections = 0;         // first + resumes
   uint64_t drops = 0;               // connections dropped by the script
   uint64_t unexpected_ends = 0;     // the server ended a connection before `done`
+  uint64_t detach_resumes = 0;      // resumes sent after a slow_client detach (resume_on_detach)
   uint64_t wire_bytes = 0;          // bytes read from sockets, all connections
   // Per resume: from queuing the new connection to the first stream event on
   // it (connect + handshake + resume op + replay, or the wait for the next

@@ -62,7 +62,7 @@ MockBackend::~MockBackend() { Shutdown(); }
 
 bool MockBackend::Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
                          ApiError* refusal) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) {
     if (refusal) {
       *refusal = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
@@ -79,7 +79,7 @@ bool MockBackend::Submit(std::shared_ptr<stream::Stream> stream, GenerationReque
 }
 
 void MockBackend::Cancel(const std::string& stream_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = logs_.find(stream_id);
   if (it != logs_.end() && it->second->cancel_requested == stream::Clock::time_point{}) {
     it->second->cancel_requested = stream::Clock::now();
@@ -89,7 +89,7 @@ void MockBackend::Cancel(const std::string& stream_id) {
 }
 
 void MockBackend::SetPaused(const std::string& stream_id, bool paused) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   inbox_.push_back(Command{paused ? Command::Kind::kPause : Command::Kind::kResume, stream_id,
                            nullptr, {}, stream::Clock::now()});
   cv_.notify_one();
@@ -97,7 +97,7 @@ void MockBackend::SetPaused(const std::string& stream_id, bool paused) {
 
 void MockBackend::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     cv_.notify_one();
   }
@@ -105,18 +105,18 @@ void MockBackend::Shutdown() {
 }
 
 void MockBackend::Stats(std::vector<StatField>* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out->push_back({"running", static_cast<int64_t>(live_)});
   out->push_back({"waiting", 0});
 }
 
 size_t MockBackend::live_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return live_;
 }
 
 bool MockBackend::GetEmissionLog(const std::string& stream_id, EmissionLog* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = logs_.find(stream_id);
   if (it == logs_.end()) return false;
   *out = *it->second;
@@ -124,7 +124,7 @@ bool MockBackend::GetEmissionLog(const std::string& stream_id, EmissionLog* out)
 }
 
 void MockBackend::Log(Sequence& s, int32_t token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   s.log->tokens.push_back(token);
 }
 
@@ -139,7 +139,7 @@ void MockBackend::Apply(Command& c) {
       s->text = std::make_unique<TextAssembler>(s->request.stop);
       s->next_due = OnGrid(s->request.arrival + std::chrono::milliseconds(options_.ttft_ms));
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         // Created here unless a cancel arrived before this submit was applied.
         std::shared_ptr<EmissionLog>& log = logs_[s->id];
         if (!log) log = std::make_shared<EmissionLog>();
@@ -214,7 +214,7 @@ void MockBackend::Finish(Sequence& s, stream::FinishReason reason) {
   // The log records the exit first: whoever learns of the exit through the
   // stream (a DELETE's 204) then also finds it in the log.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     s.log->exited = true;
     s.log->finish_reason = stream::FinishReasonName(reason);
     s.log->exit_time = stream::Clock::now();
@@ -229,19 +229,19 @@ void MockBackend::Run() {
   std::vector<Command> batch;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       // Drop stale schedule entries (paused or finished sequences).
       while (!schedule_.empty() && schedule_.top().seq->ticket != schedule_.top().ticket) schedule_.pop();
-      if (inbox_.empty() && !stopping_) {
-        if (schedule_.empty()) {
-          cv_.wait(lock, [&] { return !inbox_.empty() || stopping_; });
-        } else {
-          cv_.wait_until(lock, schedule_.top().when, [&] { return !inbox_.empty() || stopping_; });
+      if (schedule_.empty()) {
+        while (inbox_.empty() && !stopping_) lock.Wait(cv_);
+      } else {
+        const stream::Clock::time_point due = schedule_.top().when;
+        while (inbox_.empty() && !stopping_ && lock.WaitUntil(cv_, due)) {
         }
       }
       batch.swap(inbox_);
       if (stopping_) {
-        lock.unlock();
+        lock.Unlock();
         for (auto& c : batch) {
           if (c.kind == Command::Kind::kSubmit) {
             // Accepted but never started: still finish it exactly once.

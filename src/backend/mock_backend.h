@@ -26,7 +26,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <queue>
 #include <string>
@@ -35,6 +34,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/mutex.h"
 
 namespace tw::tokenizer {
 class Tokenizer;
@@ -105,16 +105,16 @@ class MockBackend : public Backend {
   // step_clock: the first step at or after t; otherwise t.
   stream::Clock::time_point OnGrid(stream::Clock::time_point t) const;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  // Protected by mu_:
-  std::vector<Command> inbox_;
-  bool stopping_ = false;
+  std::vector<Command> inbox_ TW_GUARDED_BY(mu_);
+  bool stopping_ TW_GUARDED_BY(mu_) = false;
   // A live sequence shares its log (Sequence::log), so logging a token
   // takes the lock but no lookup; an evicted log lives on until it ends.
-  std::unordered_map<std::string, std::shared_ptr<EmissionLog>> logs_;
-  std::deque<std::string> log_order_;
-  size_t live_ = 0;
+  // A log's fields are written and read under mu_ too.
+  std::unordered_map<std::string, std::shared_ptr<EmissionLog>> logs_ TW_GUARDED_BY(mu_);
+  std::deque<std::string> log_order_ TW_GUARDED_BY(mu_);
+  size_t live_ TW_GUARDED_BY(mu_) = 0;
 
   // Owned by the producer thread:
   std::unordered_map<std::string, std::shared_ptr<Sequence>> seqs_;

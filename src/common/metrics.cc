@@ -51,7 +51,7 @@ void Histogram::Observe(double v) {
 }
 
 Counter* LabeledCounter::With(std::string_view label_value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = values_.find(label_value);
   if (it != values_.end()) return it->second.get();
   if (values_.size() >= kMaxLabelValues) label_value = "other";
@@ -61,7 +61,7 @@ Counter* LabeledCounter::With(std::string_view label_value) {
 }
 
 std::vector<std::pair<std::string, uint64_t>> LabeledCounter::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::pair<std::string, uint64_t>> out;
   for (const auto& [k, c] : values_) out.emplace_back(k, c->value());
   return out;
@@ -83,7 +83,7 @@ Metrics::Entry* Metrics::FindOrAdd(std::string name, std::string help, Kind kind
 }
 
 Counter* Metrics::AddCounter(std::string name, std::string help) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool created;
   Entry* e = FindOrAdd(std::move(name), std::move(help), Kind::kCounter, &created);
   if (!e) return nullptr;
@@ -93,7 +93,7 @@ Counter* Metrics::AddCounter(std::string name, std::string help) {
 
 LabeledCounter* Metrics::AddLabeledCounter(std::string name, std::string help,
                                            std::string label_name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool created;
   Entry* e = FindOrAdd(std::move(name), std::move(help), Kind::kLabeledCounter, &created);
   if (!e) return nullptr;
@@ -102,7 +102,7 @@ LabeledCounter* Metrics::AddLabeledCounter(std::string name, std::string help,
 }
 
 Gauge* Metrics::AddGauge(std::string name, std::string help) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool created;
   Entry* e = FindOrAdd(std::move(name), std::move(help), Kind::kGauge, &created);
   if (!e) return nullptr;
@@ -112,7 +112,7 @@ Gauge* Metrics::AddGauge(std::string name, std::string help) {
 
 Histogram* Metrics::AddHistogram(std::string name, std::string help,
                                  std::vector<double> upper_bounds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool created;
   Entry* e = FindOrAdd(std::move(name), std::move(help), Kind::kHistogram, &created);
   if (!e) return nullptr;
@@ -121,7 +121,7 @@ Histogram* Metrics::AddHistogram(std::string name, std::string help,
 }
 
 std::string Metrics::RenderPrometheus() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   for (const auto& e : entries_) {
     out += "# HELP ";

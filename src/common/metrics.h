@@ -20,10 +20,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace tw {
 
@@ -77,8 +78,8 @@ class LabeledCounter {
 
  private:
   std::string label_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Counter>, std::less<>> values_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Counter>, std::less<>> values_ TW_GUARDED_BY(mu_);
 };
 
 class Metrics {
@@ -102,10 +103,11 @@ class Metrics {
     std::unique_ptr<Gauge> gauge;
     std::unique_ptr<Histogram> histogram;
   };
-  Entry* FindOrAdd(std::string name, std::string help, Kind kind, bool* created);
+  Entry* FindOrAdd(std::string name, std::string help, Kind kind, bool* created)
+      TW_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Entry>> entries_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::unique_ptr<Entry>> entries_ TW_GUARDED_BY(mu_);
 };
 
 }  // namespace tw

@@ -29,7 +29,7 @@ ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_.store(true, std::memory_order_release);
   }
   wake_.notify_all();
@@ -66,7 +66,7 @@ void ThreadPool::Run(int n_tasks, TaskFn fn, const void* ctx) {
   const uint32_t gen = ++generation_;
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     claim_.store((static_cast<uint64_t>(gen) << 32) | static_cast<uint32_t>(n_tasks),
                  std::memory_order_release);
     wake = sleepers_ > 0;
@@ -89,12 +89,12 @@ void ThreadPool::WorkerLoop(int worker) {
       gen = GenerationOf(claim_.load(std::memory_order_acquire));
     }
     if (gen == seen) {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++sleepers_;
-      wake_.wait(lock, [&] {
-        return stop_.load(std::memory_order_acquire) ||
-               GenerationOf(claim_.load(std::memory_order_acquire)) != seen;
-      });
+      while (!stop_.load(std::memory_order_acquire) &&
+             GenerationOf(claim_.load(std::memory_order_acquire)) == seen) {
+        lock.Wait(wake_);
+      }
       --sleepers_;
       gen = GenerationOf(claim_.load(std::memory_order_acquire));
     }

@@ -13,9 +13,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace tw::cpu {
 
@@ -67,9 +68,9 @@ class ThreadPool {
   uint32_t generation_ = 0;      // caller only
   std::atomic<bool> stop_{false};
 
-  std::mutex mu_;                 // guards sleepers_ and the sleep/wake handshake
+  Mutex mu_;                      // the sleep/wake handshake
   std::condition_variable wake_;  // workers sleep here between jobs
-  int sleepers_ = 0;
+  int sleepers_ TW_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tw::cpu

@@ -134,7 +134,7 @@ void EventLoop::RunDueTimers() {
 
 void EventLoop::Post(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(post_mu_);
+    MutexLock lock(post_mu_);
     posted_.push_back(std::move(fn));
   }
   uint64_t one = 1;
@@ -152,7 +152,7 @@ void EventLoop::OnWakeup() {
 
 void EventLoop::RunPosted() {
   {
-    std::lock_guard<std::mutex> lock(post_mu_);
+    MutexLock lock(post_mu_);
     running_posted_.swap(posted_);
   }
   // Functions posted by these callbacks wait for the next iteration (the

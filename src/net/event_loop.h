@@ -23,13 +23,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "net/epoll_backend.h"
 
@@ -142,8 +142,8 @@ class EventLoop {
   std::unordered_map<TimerId, Timer> timers_;
   TimerId next_timer_id_ = 1;
 
-  std::mutex post_mu_;
-  std::vector<std::function<void()>> posted_;  // guarded by post_mu_
+  Mutex post_mu_;
+  std::vector<std::function<void()>> posted_ TW_GUARDED_BY(post_mu_);
   std::vector<std::function<void()>> running_posted_;  // loop thread only
 
   std::vector<Flushable*> flushes_;          // queued this iteration

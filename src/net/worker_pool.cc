@@ -14,7 +14,7 @@ WorkerPool::~WorkerPool() { Stop(); }
 
 bool WorkerPool::Submit(std::function<void()> work, std::function<void()> done) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || jobs_.size() >= max_queued_) return false;
     jobs_.push_back(Job{std::move(work), std::move(done)});
   }
@@ -25,7 +25,7 @@ bool WorkerPool::Submit(std::function<void()> work, std::function<void()> done) 
 void WorkerPool::Stop() {
   std::deque<Job> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
     dropped.swap(jobs_);
@@ -37,12 +37,12 @@ void WorkerPool::Stop() {
 }
 
 size_t WorkerPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return jobs_.size();
 }
 
 size_t WorkerPool::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return running_;
 }
 
@@ -50,8 +50,8 @@ void WorkerPool::Run() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && jobs_.empty()) lock.Wait(cv_);
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -60,7 +60,7 @@ void WorkerPool::Run() {
     job.work();
     job.work = nullptr;
     loop_->Post(std::move(job.done));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     running_--;
   }
 }

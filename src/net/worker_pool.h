@@ -21,10 +21,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "net/event_loop.h"
 
 namespace tw::net {
@@ -50,11 +50,11 @@ class WorkerPool {
 
   EventLoop* loop_;
   const size_t max_queued_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_;  // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
-  size_t running_ = 0;     // guarded by mu_
+  std::deque<Job> jobs_ TW_GUARDED_BY(mu_);
+  bool stopping_ TW_GUARDED_BY(mu_) = false;
+  size_t running_ TW_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };
 

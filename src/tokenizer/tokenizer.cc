@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <queue>
 #include <utility>
 
+#include "common/mutex.h"
 #include "json/json.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/embedded.h"
@@ -28,10 +28,10 @@ struct StringViewHash {
 };
 
 struct Tokenizer::Cache {
-  std::mutex mu;
-  // State below is protected by mu.
-  std::unordered_map<std::string, std::vector<TokenId>, StringViewHash, std::equal_to<>> words;
-  TokenizerCacheStats stats;
+  Mutex mu;
+  std::unordered_map<std::string, std::vector<TokenId>, StringViewHash, std::equal_to<>> words
+      TW_GUARDED_BY(mu);
+  TokenizerCacheStats stats TW_GUARDED_BY(mu);
 };
 
 namespace {
@@ -354,7 +354,7 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<TokenId>* out) c
   }
   const bool cacheable = piece.size() <= options_.max_cached_word_bytes;
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_->mu);
+    MutexLock lock(cache_->mu);
     auto it = cache_->words.find(piece);
     if (it != cache_->words.end()) {
       ++cache_->stats.hits;
@@ -364,7 +364,7 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<TokenId>* out) c
   }
   const size_t first = out->size();
   MergePiece(piece, out);
-  std::lock_guard<std::mutex> lock(cache_->mu);
+  MutexLock lock(cache_->mu);
   ++cache_->stats.misses;
   if (!cacheable || options_.max_cache_entries == 0) return;
   if (cache_->words.size() >= options_.max_cache_entries) {
@@ -431,7 +431,7 @@ Status Tokenizer::Decode(std::span<const TokenId> ids, std::string* out) const {
 
 TokenizerCacheStats Tokenizer::cache_stats() const {
   if (!cache_) return {};
-  std::lock_guard<std::mutex> lock(cache_->mu);
+  MutexLock lock(cache_->mu);
   TokenizerCacheStats s = cache_->stats;
   s.entries = cache_->words.size();
   return s;
