@@ -5,11 +5,15 @@
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test SAN=thread   the same under ThreadSanitizer
 #   make fuzz         libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)
-#   make run          serve on 127.0.0.1:8080 (ARGS="..." adds flags)
+#   make thread-safety  clang's -Wthread-safety over src/ (common/mutex.h annotations)
+#   make run          build everything, serve GPT-2 on 127.0.0.1:8080 (ARGS="..." adds flags)
+#   make demo         the same with the mock backend at a readable pace (DEMO_FLAGS)
 #   make bench        benchmarks; rewrites RESULTS.md tables from bench/results/
 #   make CUDA=1       the GPU build in build/cuda (nvcc; kernels/kernels.mk)
 #   make test-gpu     the GPU suites (tests/gpu; CUDA=1 implied); skip without a GPU
 #   V=1               print whole compiler commands instead of short lines
+#
+# Builds run one job per core (nproc) unless the command line says -jN.
 #
 # Layout: each folder under src/ is one layer and becomes one archive
 # build/lib/<layer>.a; tests/<layer>/*_test.cc become build/tests/<layer>_tests.
@@ -21,6 +25,16 @@ CUDA     ?=
 FUZZ_SECONDS ?= 60
 ARGS     ?=
 V        ?=
+
+# Parallel by default, so that `make run` on a fresh clone compiles on every
+# core; a -jN on the command line wins over this (checked with GNU make 4.3).
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+  MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+# ... except that `make clean all` must clean before it builds.
+ifneq ($(filter clean,$(MAKECMDGOALS)),)
+.NOTPARALLEL:
+endif
 
 # Short build lines ("  CXX   src/http/server.cc") unless V=1.
 ifeq ($(V),1)
@@ -225,12 +239,43 @@ fuzz: fuzz-check $(FUZZ_BINS)
 	  grep -E "^stat::number_of_executed_units|^Done" build/fuzz/$$name.log | tail -n 2; \
 	done
 
+# ---- thread-safety analysis (clang) -----------------------------------------
+# Every source of src/ through clang's -Wthread-safety, as errors: a member
+# marked TW_GUARDED_BY(mu_) touched without mu_ held, or a TW_REQUIRES
+# function called without it, fails the build (common/mutex.h). Syntax only:
+# nothing is generated but one stamp per file.
+TSA_SRCS := $(filter-out %_cuda.cc,$(wildcard src/*/*.cc)) src/main.cc
+TSA_STAMPS := $(TSA_SRCS:%.cc=build/tsa/%.ok)
+TSA_FLAGS := -std=c++20 -I. -Isrc -pthread -MMD -MP -fsyntax-only -DTW_SOURCE_DIR=\"$(CURDIR)\" \
+             -Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta
+
+build/tsa/%.ok: %.cc
+	@mkdir -p $(dir $@)
+	$(call quiet,TSA,$<)$(CLANGXX) $(TSA_FLAGS) -MF $(@:.ok=.d) -MT $@ $<
+	@touch $@
+
+.PHONY: thread-safety
+thread-safety: fuzz-check $(TSA_STAMPS)
+	@echo "thread-safety: $(words $(TSA_STAMPS)) files clean under clang -Wthread-safety"
+
 # ---- running and benchmarks -------------------------------------------------
-run: $(BUILD)/tokenwire
+# make run builds weights_tool too (the README's weights section uses it).
+run: $(BUILD)/tokenwire $(BUILD)/weights_tool
 	$(BUILD)/tokenwire serve --host 127.0.0.1 --port 8080 $(ARGS)
 
+# make demo: synthetic tokens slow enough to watch, for the README's
+# walk-through by hand: 5 tokens a second after a 300 ms first token (64
+# tokens, the page's default, take ~13 s), and a stream nobody reads is kept
+# for a minute, time to copy its id and resume after a Ctrl-C.
+DEMO_FLAGS := --backend mock --mock-ttft-ms 300 --mock-tokens-per-s 5 --linger-ms 60000
+.PHONY: demo
+demo: $(BUILD)/tokenwire $(BUILD)/weights_tool
+	$(BUILD)/tokenwire serve --host 127.0.0.1 --port 8080 $(DEMO_FLAGS) $(ARGS)
+
+# The scripts run make themselves, with their own -j: they get no jobserver
+# from this make (env -u), which would only make them warn.
 bench: all
-	bash bench/run.sh
+	env -u MAKEFLAGS -u MFLAGS bash bench/run.sh
 
 clean:
 	rm -rf build
@@ -240,7 +285,7 @@ include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# ---- interop (issue 7): real clients against build/tokenwire ----------------
+# ---- interop: real clients against build/tokenwire -------------------------
 # `make interop` runs tests/interop/run.sh: the OpenAI client libraries
 # (tests/interop/openai/run.sh), the page at GET / in headless Chromium, and
 # nginx in front of two instances (docs/deploy.md). It apt-installs chromium
@@ -248,7 +293,7 @@ include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 # (always the plain build: the instances must run at full speed).
 .PHONY: interop
 interop:
-	bash tests/interop/run.sh
+	env -u MAKEFLAGS -u MFLAGS bash tests/interop/run.sh
 
 # Files embedded with .incbin (common/embed.h), which -MMD cannot see: rebuild
 # the embedding object when one of them changes.

@@ -1,9 +1,10 @@
 // tokenwire: the command-line entry point (DESIGN.md §3).
 //
-//   tokenwire serve [flags]          the streaming server
-//   tokenwire generate --model DIR   one completion streamed to stdout
+//   tokenwire serve [flags]               the streaming server
+//   tokenwire generate [flags] "prompt"   one completion streamed to stdout
 //
-// This is the only place that turns a failed Status into an exit code.
+// Here and in api::GenerateMain (for generate) a failed Status becomes an
+// exit code; nowhere else.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,12 +16,7 @@
 
 namespace {
 
-void Usage(FILE* f) {
-  std::fprintf(f,
-               "usage: tokenwire serve [flags]        (tokenwire serve --help for every flag)\n"
-               "       tokenwire generate --model DIR [--max-new-tokens N] [--temperature T]\n"
-               "                          [--top-k K] [--top-p P] [--seed S] \"prompt\"\n");
-}
+void Usage(FILE* f) { std::fputs(tw::api::ProgramUsage().c_str(), f); }
 
 int Serve(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {

@@ -66,11 +66,17 @@ if m:
     peer = {"prefill_ms": float(m.group(1)), "decode": []}
     for b, ms in re.findall(r"decode step B=\s*(\d+), ctx 200: median\s+([\d.]+) ms", peer_text):
         peer["decode"].append({"batch": int(b), "median_ms": float(ms), "tok_per_s": int(b) / float(ms) * 1e3})
-cpu = ""
-try:
-    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-except StopIteration:
-    pass
+# The CPU as the other benches record it (bench/lib/result.h MachineCpu): the
+# first processor's model name, then its CPUID family, model and stepping.
+info = {}
+for l in open("/proc/cpuinfo"):
+    if not l.strip():
+        break
+    k, _, v = l.partition(":")
+    info.setdefault(k.strip(), v.strip())
+cpu = info.get("model name", "unknown CPU")
+if "cpu family" in info and "model" in info:
+    cpu += f" (family {info['cpu family']}, model {info['model']}, stepping {info.get('stepping', '?')})"
 result = {
     "date": date, "cpu": cpu, "nproc": int(subprocess.check_output(["nproc"]).strip()),
     "loadavg_before_ours": load_ours, "loadavg_before_peer": load_peer,

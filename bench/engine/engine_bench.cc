@@ -1,5 +1,5 @@
-// Engine benchmarks (issue 5): the seed chapter's experiments on the
-// step-driven engine.
+// Engine benchmarks: the seed chapter's experiments on the step-driven
+// engine.
 //
 //   overlap      1..32 simultaneous streams of 64 tokens vs the same prompts
 //                back to back: makespan, aggregate tokens/s, TTFT and
@@ -21,6 +21,7 @@
 //
 // Usage: engine_bench --exp overlap|joiners|slow_readers|disconnects [--model DIR]
 //        [--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json [--command "..."]
+//        engine_bench --render-only DIR
 // --streams N (repeatable) runs the overlap experiment at those stream counts only (profiling);
 // --rounds N (default 3) sets its alternating (concurrent, back to back) rounds per count.
 // Without --model the random tiny model is used (labelled in the output).
@@ -28,6 +29,9 @@
 // machine, date, mode, loadavg_start/end, model, columns, rows, notes,
 // charts) and its SVG charts (bench/lib/svg) next to it, named
 // <bench>-<chart>.svg, which build/bench/render puts into RESULTS.md.
+// The charts are drawn from the result table alone (see "charts" below), so
+// --render-only DIR redraws them from DIR/engine-<experiment>.json without
+// measuring anything (no model is loaded).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,6 +39,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -165,28 +170,14 @@ struct Row {
   std::vector<std::pair<std::string, std::string>> str;
 };
 
-// One SVG chart of a result: written next to the JSON as <bench>-<name>.svg.
-struct Chart {
-  std::string name;
-  std::string caption;
-  std::string svg;
-};
-
 // What an experiment returns besides its rows.
 struct Report {
   std::vector<std::string> notes;
-  std::vector<Chart> charts;
 };
 
-bench::Series MakeSeries(std::string name, const std::vector<double>& x, const std::vector<double>& y) {
-  bench::Series s;
-  s.name = std::move(name);
-  s.x = x;
-  s.y = y;
-  return s;
-}
-
 // ---- overlap ----------------------------------------------------------------
+
+constexpr int kOverlapNewTokens = 64;  // per stream; the throughput chart's floor line needs it too
 
 struct RunStats {
   double makespan_ms = 0;
@@ -249,7 +240,7 @@ void OverlapFloors(const bench::Gpt2Work& work, const bench::MachineFloors& m, i
 std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
   std::vector<int> ns = {1, 2, 4, 8, 16, 32};
   if (!a.streams.empty()) ns = a.streams;
-  const int new_tokens = 64, prompt_tokens = 8;
+  const int new_tokens = kOverlapNewTokens, prompt_tokens = 8;
   std::vector<Row> rows;
   Stamper st;
   auto e = MakeEngine(c, 32, a.threads);
@@ -260,7 +251,7 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
   const bench::MachineFloors before = MeasureFloors(a.threads);
   const bench::Gpt2Work work(c.model->config());
   int tag = 0;
-  std::vector<double> xs, conc_tps, seq_tps, target_tps, conc_p50, conc_p99, seq_p50, seq_p99;
+  std::vector<double> xs;
   std::vector<double> conc_makespan_ms, seq_makespan_ms;  // medians over the rounds
   double speedup32 = NAN;
   std::string rounds32;
@@ -307,13 +298,6 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
     xs.push_back(n);
     conc_makespan_ms.push_back(conc.makespan_ms);
     seq_makespan_ms.push_back(seq.makespan_ms);
-    conc_tps.push_back(conc.tokens / (conc.makespan_ms / 1000));
-    seq_tps.push_back(seq.tokens / (seq.makespan_ms / 1000));
-    target_tps.push_back(10 * seq_tps.back());
-    conc_p50.push_back(Pct(conc.ttft_ms, 50));
-    conc_p99.push_back(Pct(conc.ttft_ms, 99));
-    seq_p50.push_back(Pct(seq.ttft_ms, 50));
-    seq_p99.push_back(Pct(seq.ttft_ms, 99));
     std::string each;
     for (size_t i = 0; i < conc_ms.size(); i++) {
       char b[96];
@@ -331,7 +315,6 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
   const bench::MachineFloors after = MeasureFloors(a.threads);
   const bench::MachineFloors floors = bench::Best(before, after);
   double at_floors32 = NAN, conc32_floor = NAN, seq32_floor = NAN, conc32_ms = NAN, seq32_ms = NAN;
-  std::vector<double> floor_tps;
   for (size_t i = 0; i < xs.size(); i++) {
     double conc_s = 0, seq_s = 0;
     OverlapFloors(work, floors, static_cast<int>(xs[i]), prompt_tokens, new_tokens, &conc_s, &seq_s);
@@ -343,7 +326,6 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
     };
     fill(rows[2 * i], conc_s, seq_s / conc_s);
     fill(rows[2 * i + 1], seq_s, 1.0);
-    floor_tps.push_back(xs[i] * new_tokens / conc_s);
     if (xs[i] == 32) {
       at_floors32 = seq_s / conc_s, conc32_floor = conc_s, seq32_floor = seq_s;
       conc32_ms = conc_makespan_ms[i], seq32_ms = seq_makespan_ms[i];
@@ -358,7 +340,7 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
   char buf[1024];
   if (!rounds32.empty()) {
     std::snprintf(buf, sizeof buf,
-                  "Issue 5's target is 32 streams >= 10x the back-to-back throughput; measured here: %.2fx "
+                  "The target is 32 streams >= 10x the back-to-back throughput; measured here: %.2fx "
                   "(median makespans; %s). Rounds at 32 streams, concurrent / back to back: %s. The speedup "
                   "is bounded by the forward pass's decode rate at batch 32 over batch 1 "
                   "(bench/results/cpu_model-*.json): batch 1 is weight-read-bound, batch 32 is "
@@ -385,29 +367,6 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
                           "not bind it and these floors are loose there." : "");
   if (!std::isnan(at_floors32)) rep->notes.push_back(buf);
 
-  bench::LineChart tp;
-  tp.title = "Aggregate throughput vs simultaneous streams (" + c.model_label + ")";
-  tp.x_axis.label = "streams (each 64 new tokens)";
-  tp.x_axis.log_scale = true;
-  tp.y_axis.label = "tokens/s (all streams)";
-  tp.series.push_back(MakeSeries("concurrent (continuous batching)", xs, conc_tps));
-  tp.series.push_back(MakeSeries("back to back (one at a time)", xs, seq_tps));
-  tp.series.push_back(MakeSeries("10x back to back (issue 5 target at 32)", xs, target_tps));
-  tp.series.push_back(MakeSeries("concurrent at the machine's floors", xs, floor_tps));
-  rep->charts.push_back({"throughput", "aggregate tokens/s against the number of streams, with the back-to-back baseline",
-                         bench::RenderLineChart(tp)});
-  bench::LineChart tt;
-  tt.title = "Time to first token vs simultaneous streams";
-  tt.x_axis.label = "streams";
-  tt.x_axis.log_scale = true;
-  tt.y_axis.label = "TTFT (ms, from arrival)";
-  tt.y_axis.log_scale = true;
-  tt.series.push_back(MakeSeries("concurrent p50", xs, conc_p50));
-  tt.series.push_back(MakeSeries("concurrent p99", xs, conc_p99));
-  tt.series.push_back(MakeSeries("back to back p50", xs, seq_p50));
-  tt.series.push_back(MakeSeries("back to back p99", xs, seq_p99));
-  rep->charts.push_back({"ttft", "TTFT p50/p99 against the number of streams, with the back-to-back baseline",
-                         bench::RenderLineChart(tt)});
   return rows;
 }
 
@@ -415,7 +374,8 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
 
 std::vector<Row> Joiners(Ctx& c, const Args& a, Report* rep) {
   const int joiners = a.quick ? 4 : 8, prompt = 16;
-  const int long_new = std::min(c.model->config().n_ctx - 16, 400);
+  // Quick mode: streams of 112 new tokens, so that a quick run stays quick.
+  const int long_new = std::min(c.model->config().n_ctx - 16, a.quick ? 112 : 400);
   std::vector<Row> rows;
   Stamper st;
   auto e = MakeEngine(c, 32, a.threads);
@@ -430,7 +390,6 @@ std::vector<Row> Joiners(Ctx& c, const Args& a, Report* rep) {
     auto t = st.Times(*s, 1);
     idle.push_back(Ms(t[0] - r.arrival));
   }
-  std::vector<double> xs, j50, jmax, idle50, expected;
   for (int bg : {8, 24}) {
     std::vector<std::shared_ptr<stream::Stream>> bgs;
     for (int i = 0; i < bg; i++) {
@@ -463,11 +422,6 @@ std::vector<Row> Joiners(Ctx& c, const Args& a, Report* rep) {
     row.num.push_back({"background_step_p50_ms", Pct(gaps, 50)});
     row.num.push_back({"excess_over_idle_in_steps", (Pct(ttft, 50) - Pct(idle, 50)) / Pct(gaps, 50)});
     rows.push_back(row);
-    xs.push_back(bg);
-    j50.push_back(Pct(ttft, 50));
-    jmax.push_back(Pct(ttft, 100));
-    idle50.push_back(Pct(idle, 50));
-    expected.push_back(Pct(idle, 50) + Pct(gaps, 50));
     std::fprintf(stderr, "joiners bg=%d: ttft p50 %.1f ms (idle %.1f ms, step %.1f ms)\n", bg, Pct(ttft, 50),
                  Pct(idle, 50), Pct(gaps, 50));
   }
@@ -476,16 +430,6 @@ std::vector<Row> Joiners(Ctx& c, const Args& a, Report* rep) {
                        std::to_string(long_new) + " new tokens each) decode; expected TTFT = up to one "
                        "background step (waiting for the step in progress) + own prefill, i.e. about the "
                        "idle TTFT + one step; excess_over_idle_in_steps is (joiner p50 - idle p50) / step p50.");
-  bench::LineChart ch;
-  ch.title = "Joiners' TTFT while long streams run vs an idle engine";
-  ch.x_axis.label = "background streams decoding";
-  ch.y_axis.label = "TTFT (ms, from arrival)";
-  ch.series.push_back(MakeSeries("joiner p50", xs, j50));
-  ch.series.push_back(MakeSeries("joiner max", xs, jmax));
-  ch.series.push_back(MakeSeries("idle engine p50", xs, idle50));
-  ch.series.push_back(MakeSeries("idle p50 + one background step (expected)", xs, expected));
-  rep->charts.push_back({"ttft", "joiners' TTFT against the idle-engine TTFT and the expected one step more",
-                         bench::RenderLineChart(ch)});
   return rows;
 }
 
@@ -532,13 +476,11 @@ std::vector<Row> Disconnects(Ctx& c, const Args& a, Report* rep) {
   ServerRun srv(a, {"--linger-ms", "0", "--retain-ms", "100", "--max-batch", "8"});
   engine::Engine* eng = srv.eng;
   const uint16_t port = srv.port;
-  const int max_new = std::min(c.model->config().n_ctx - 16, 256);
+  const int max_new = std::min(c.model->config().n_ctx - 16, a.quick ? 112 : 256);
   const int reps = a.quick ? 3 : 6;
   std::vector<int> moments = {1, 8, 32};
   if (max_new > 128 + 16) moments.push_back(128);
   std::vector<Row> rows;
-  std::map<std::string, std::vector<double>> p50, pmax;
-  std::vector<double> xs(moments.begin(), moments.end());
   for (int rst = 0; rst < 2; rst++) {
     for (int after : moments) {
       std::vector<double> release_ms, generated;
@@ -579,8 +521,6 @@ std::vector<Row> Disconnects(Ctx& c, const Args& a, Report* rep) {
       row.num.push_back({"tokens_generated_p50", Pct(generated, 50)});
       row.num.push_back({"generated_per_read", Pct(generated, 50) / after});
       rows.push_back(row);
-      p50[rst ? "RST" : "FIN"].push_back(Pct(release_ms, 50));
-      pmax[rst ? "RST" : "FIN"].push_back(Pct(release_ms, 100));
       std::fprintf(stderr, "disconnect %s after %d: release %.2f ms, generated %.0f\n", rst ? "RST" : "FIN",
                    after, Pct(release_ms, 50), Pct(generated, 50));
     }
@@ -592,17 +532,6 @@ std::vector<Row> Disconnects(Ctx& c, const Args& a, Report* rep) {
                        "end of each step), polled every 50 us; " + std::to_string(reps) +
                        " repetitions per row. generated_per_read: tokens the engine generated for the "
                        "stream per token the client read (1 = nothing wasted).");
-  bench::LineChart ch;
-  ch.title = "Client close to KV blocks released";
-  ch.x_axis.label = "token events read before the close";
-  ch.x_axis.log_scale = true;
-  ch.y_axis.label = "close -> release (ms)";
-  for (const char* k : {"FIN", "RST"}) {
-    ch.series.push_back(MakeSeries(std::string(k) + " p50", xs, p50[k]));
-    ch.series.push_back(MakeSeries(std::string(k) + " max", xs, pmax[k]));
-  }
-  rep->charts.push_back({"release", "time from the client's close (FIN, RST) to the release of its KV blocks, per moment in the stream",
-                         bench::RenderLineChart(ch)});
   return rows;
 }
 
@@ -648,7 +577,6 @@ std::vector<Row> SlowReaders(Ctx& c, const Args& a, Report* rep) {
   const std::vector<int> ks = {0, 1, 2, 4};
   const int kPadBytes = 1024;  // --lab-pad-bytes: each token event ~1.1 KB
   std::vector<Row> rows;
-  std::map<std::string, std::vector<double>> itl_series, max_series, done_series, bytes_series;
   for (const char* policy : policies) {
     for (int k : ks) {
       // Small buffers and padded events so that a stalled reader shows as lag
@@ -757,10 +685,6 @@ std::vector<Row> SlowReaders(Ctx& c, const Args& a, Report* rep) {
       row.num.push_back({"slow_client_detaches", detaches});
       row.num.push_back({"peak_ring_bytes_held", peak_bytes});
       rows.push_back(row);
-      itl_series[policy].push_back(Pct(all_gaps, 99));
-      max_series[policy].push_back(Pct(all_gaps, 100));
-      bytes_series[policy].push_back(peak_bytes / 1024);
-      done_series[policy].push_back(Pct(done_s, 100));
       std::fprintf(stderr,
                    "slow %s k=%d: healthy done p50 %.2f s, itl p99 %.1f ms, blocks free at %.2f s, "
                    "detaches %.0f, peak ring bytes %.0f\n",
@@ -795,41 +719,269 @@ std::vector<Row> SlowReaders(Ctx& c, const Args& a, Report* rep) {
                        "slow readers' lag (peak_ring_bytes_held) instead of staying at the window. "
                        "healthy_itl_p99_ms can miss naive's single long stall (one gap in ~100 per "
                        "stream): healthy_itl_max_ms and the completion time show it.");
-  std::vector<double> xs(ks.begin(), ks.end());
+  return rows;
+}
+
+// ---- charts ------------------------------------------------------------------
+//
+// Each experiment's charts are drawn from its result table alone: the
+// "columns", "rows" and "model" of the JSON document it writes. A run draws
+// them from the table it is about to write (numbers rounded as written), and
+// --render-only draws them again from a committed document, so a chart never
+// shows a number its JSON does not hold.
+
+// One SVG chart of a result: written next to the JSON as <bench>-<name>.svg.
+struct Chart {
+  std::string name;
+  std::string caption;
+  std::string svg;
+};
+
+// A result document's rows, read by column name. `doc` must outlive it.
+class ResultTable {
+ public:
+  explicit ResultTable(const json::Value& doc) {
+    if (const json::Value* c = doc.Find("columns"); c && c->is_array()) {
+      for (size_t i = 0; i < c->items().size(); i++) {
+        if (c->items()[i].is_string()) cols_[c->items()[i].as_string()] = i;
+      }
+    }
+    if (const json::Value* r = doc.Find("rows"); r && r->is_array()) rows_ = &r->items();
+    if (const json::Value* m = doc.Find("model"); m && m->is_string()) model_ = m->as_string();
+  }
+  size_t size() const { return rows_ ? rows_->size() : 0; }
+  const std::string& model() const { return model_; }
+  // Row r's number in `column`: NaN when missing or null.
+  double Num(size_t r, const std::string& column) const {
+    const json::Value* v = Cell(r, column);
+    return v && v->is_number() ? v->as_double() : NAN;
+  }
+  std::string Str(size_t r, const std::string& column) const {
+    const json::Value* v = Cell(r, column);
+    return v && v->is_string() ? v->as_string() : "";
+  }
+
+ private:
+  const json::Value* Cell(size_t r, const std::string& column) const {
+    auto it = cols_.find(column);
+    if (!rows_ || it == cols_.end() || r >= rows_->size() || !(*rows_)[r].is_array()) return nullptr;
+    const std::vector<json::Value>& row = (*rows_)[r].items();
+    return it->second < row.size() ? &row[it->second] : nullptr;
+  }
+
+  std::map<std::string, size_t> cols_;
+  const std::vector<json::Value>* rows_ = nullptr;
+  std::string model_;
+};
+
+// The series `y(row)` against `x(row)` over the rows where `keep(row)`.
+template <class Keep, class X, class Y>
+bench::Series SeriesOf(const ResultTable& t, std::string name, Keep keep, X x, Y y) {
+  bench::Series s;
+  s.name = std::move(name);
+  for (size_t r = 0; r < t.size(); r++) {
+    if (!keep(r)) continue;
+    s.x.push_back(x(r));
+    s.y.push_back(y(r));
+  }
+  return s;
+}
+
+std::vector<Chart> OverlapCharts(const ResultTable& t) {
+  auto mode = [&](const char* m) { return [&t, m](size_t r) { return t.Str(r, "mode") == m; }; };
+  auto col = [&](const char* c) { return [&t, c](size_t r) { return t.Num(r, c); }; };
+  auto streams = col("streams");
+  bench::LineChart tp;
+  tp.title = "Aggregate throughput vs simultaneous streams (" + t.model() + ")";
+  tp.x_axis.label = "streams (each " + std::to_string(kOverlapNewTokens) + " new tokens)";
+  tp.x_axis.log_scale = true;
+  tp.x_axis.integer = true;
+  tp.y_axis.label = "tokens/s (all streams)";
+  tp.series.push_back(
+      SeriesOf(t, "concurrent (continuous batching)", mode("concurrent"), streams, col("tokens_per_s")));
+  tp.series.push_back(SeriesOf(t, "back to back (one at a time)", mode("back_to_back"), streams, col("tokens_per_s")));
+  tp.series.push_back(SeriesOf(t, "10x back to back (the target at 32 streams)", mode("back_to_back"), streams,
+                               [&](size_t r) { return 10 * t.Num(r, "tokens_per_s"); }));
+  tp.series.push_back(SeriesOf(t, "concurrent at the machine's floors", mode("concurrent"), streams, [&](size_t r) {
+    return t.Num(r, "streams") * kOverlapNewTokens / t.Num(r, "floor_makespan_s");
+  }));
+  bench::LineChart tt;
+  tt.title = "Time to first token vs simultaneous streams";
+  tt.x_axis.label = "streams";
+  tt.x_axis.log_scale = true;
+  tt.x_axis.integer = true;
+  tt.y_axis.label = "TTFT (ms, from arrival)";
+  tt.y_axis.log_scale = true;
+  tt.series.push_back(SeriesOf(t, "concurrent p50", mode("concurrent"), streams, col("ttft_p50_ms")));
+  tt.series.push_back(SeriesOf(t, "concurrent p99", mode("concurrent"), streams, col("ttft_p99_ms")));
+  tt.series.push_back(SeriesOf(t, "back to back p50", mode("back_to_back"), streams, col("ttft_p50_ms")));
+  tt.series.push_back(SeriesOf(t, "back to back p99", mode("back_to_back"), streams, col("ttft_p99_ms")));
+  return {{"throughput", "aggregate tokens/s against the number of streams, with the back-to-back baseline",
+           bench::RenderLineChart(tp)},
+          {"ttft", "TTFT p50/p99 against the number of streams, with the back-to-back baseline",
+           bench::RenderLineChart(tt)}};
+}
+
+std::vector<Chart> JoinersCharts(const ResultTable& t) {
+  auto all = [](size_t) { return true; };
+  auto col = [&](const char* c) { return [&t, c](size_t r) { return t.Num(r, c); }; };
+  auto bg = col("background_streams");
+  bench::LineChart ch;
+  ch.title = "Joiners' TTFT while long streams run vs an idle engine";
+  ch.x_axis.label = "background streams decoding";
+  ch.x_axis.integer = true;
+  ch.y_axis.label = "TTFT (ms, from arrival)";
+  ch.series.push_back(SeriesOf(t, "joiner p50", all, bg, col("joiner_ttft_p50_ms")));
+  ch.series.push_back(SeriesOf(t, "joiner max", all, bg, col("joiner_ttft_max_ms")));
+  ch.series.push_back(SeriesOf(t, "idle engine p50", all, bg, col("idle_ttft_p50_ms")));
+  ch.series.push_back(SeriesOf(t, "idle p50 + one background step (expected)", all, bg, [&](size_t r) {
+    return t.Num(r, "idle_ttft_p50_ms") + t.Num(r, "background_step_p50_ms");
+  }));
+  return {{"ttft", "joiners' TTFT against the idle-engine TTFT and the expected one step more",
+           bench::RenderLineChart(ch)}};
+}
+
+std::vector<Chart> DisconnectsCharts(const ResultTable& t) {
+  bench::LineChart ch;
+  ch.title = "Client close to KV blocks released";
+  ch.x_axis.label = "token events read before the close";
+  ch.x_axis.log_scale = true;
+  ch.x_axis.integer = true;
+  ch.y_axis.label = "close -> release (ms)";
+  for (const char* k : {"FIN", "RST"}) {
+    auto close = [&t, k](size_t r) { return t.Str(r, "close") == k; };
+    auto after = [&t](size_t r) { return t.Num(r, "after_tokens"); };
+    ch.series.push_back(SeriesOf(t, std::string(k) + " p50", close, after,
+                                 [&t](size_t r) { return t.Num(r, "close_to_release_p50_ms"); }));
+    ch.series.push_back(SeriesOf(t, std::string(k) + " max", close, after,
+                                 [&t](size_t r) { return t.Num(r, "close_to_release_max_ms"); }));
+  }
+  return {{"release",
+           "time from the client's close (FIN, RST) to the release of its KV blocks, per moment in the stream",
+           bench::RenderLineChart(ch)}};
+}
+
+std::vector<Chart> SlowReadersCharts(const ResultTable& t) {
+  const std::string k_label = "stalled readers among 8 streams (k)";
   bench::LineChart itl;
   itl.title = "Healthy streams' inter-token p99 with k stalled readers, per policy";
-  itl.x_axis.label = "stalled readers among 8 streams (k)";
+  itl.x_axis.label = k_label;
   itl.y_axis.label = "healthy streams' inter-token gap p99 (ms)";
   itl.y_axis.log_scale = true;
   bench::LineChart mx;
   mx.title = "Healthy streams' longest inter-token gap with k stalled readers, per policy";
-  mx.x_axis.label = "stalled readers among 8 streams (k)";
+  mx.x_axis.label = k_label;
   mx.y_axis.label = "healthy streams' longest gap (ms)";
   mx.y_axis.log_scale = true;
   bench::LineChart mem;
   mem.title = "Event bytes held by the server's rings with k stalled readers, per policy";
-  mem.x_axis.label = "stalled readers among 8 streams (k)";
+  mem.x_axis.label = k_label;
   mem.y_axis.label = "peak ring bytes held, all streams (KiB)";
   bench::LineChart done;
   done.title = "Healthy streams' completion time with k stalled readers, per policy";
-  done.x_axis.label = "stalled readers among 8 streams (k)";
+  done.x_axis.label = k_label;
   done.y_axis.label = "last healthy stream done (s after start)";
-  for (const char* p : policies) {
-    std::string name = std::string(p) + (std::string(p) == "naive" || std::string(p) == "unbounded" ? " (lab)" : "");
-    itl.series.push_back(MakeSeries(name, xs, itl_series[p]));
-    mx.series.push_back(MakeSeries(name, xs, max_series[p]));
-    mem.series.push_back(MakeSeries(name, xs, bytes_series[p]));
-    done.series.push_back(MakeSeries(name, xs, done_series[p]));
+  // Policies in the order the rows first name them.
+  std::vector<std::string> policies;
+  for (size_t r = 0; r < t.size(); r++) {
+    const std::string p = t.Str(r, "policy");
+    if (std::find(policies.begin(), policies.end(), p) == policies.end()) policies.push_back(p);
   }
-  rep->charts.push_back({"itl", "healthy streams' inter-token gap p99 per policy against the number of stalled readers",
-                         bench::RenderLineChart(itl)});
-  rep->charts.push_back({"maxgap", "healthy streams' longest inter-token gap per policy (a single stall, which p99 can miss)",
-                         bench::RenderLineChart(mx)});
-  rep->charts.push_back({"memory", "event bytes held by all stream rings per policy (unbounded grows with the stalled readers)",
-                         bench::RenderLineChart(mem)});
-  rep->charts.push_back({"completion", "healthy streams' completion time per policy against the number of stalled readers",
-                         bench::RenderLineChart(done)});
-  return rows;
+  auto k = [&t](size_t r) { return t.Num(r, "slow_readers"); };
+  for (const std::string& p : policies) {
+    const std::string name = p + (p == "naive" || p == "unbounded" ? " (lab)" : "");
+    auto of = [&t, p](size_t r) { return t.Str(r, "policy") == p; };
+    itl.series.push_back(SeriesOf(t, name, of, k, [&t](size_t r) { return t.Num(r, "healthy_itl_p99_ms"); }));
+    mx.series.push_back(SeriesOf(t, name, of, k, [&t](size_t r) { return t.Num(r, "healthy_itl_max_ms"); }));
+    mem.series.push_back(SeriesOf(t, name, of, k, [&t](size_t r) { return t.Num(r, "peak_ring_bytes_held") / 1024; }));
+    done.series.push_back(SeriesOf(t, name, of, k, [&t](size_t r) { return t.Num(r, "healthy_completion_max_s"); }));
+  }
+  for (bench::LineChart* ch : {&itl, &mx, &mem, &done}) ch->x_axis.integer = true;
+  return {{"itl", "healthy streams' inter-token gap p99 per policy against the number of stalled readers",
+           bench::RenderLineChart(itl)},
+          {"maxgap", "healthy streams' longest inter-token gap per policy (a single stall, which p99 can miss)",
+           bench::RenderLineChart(mx)},
+          {"memory", "event bytes held by all stream rings per policy (unbounded grows with the stalled readers)",
+           bench::RenderLineChart(mem)},
+          {"completion", "healthy streams' completion time per policy against the number of stalled readers",
+           bench::RenderLineChart(done)}};
+}
+
+std::vector<Chart> ChartsFor(const std::string& exp, const json::Value& doc) {
+  const ResultTable t(doc);
+  if (exp == "overlap") return OverlapCharts(t);
+  if (exp == "joiners") return JoinersCharts(t);
+  if (exp == "slow_readers") return SlowReadersCharts(t);
+  return DisconnectsCharts(t);
+}
+
+// Writes "columns" and "rows" (numbers rounded to 3 decimals, NaN as null)
+// into the object `w` is inside.
+void WriteTable(json::Writer* w, const std::vector<Row>& rows) {
+  w->Key("columns");
+  w->BeginArray();
+  if (!rows.empty()) {
+    for (auto& [k, v] : rows[0].str) w->String(k);
+    for (auto& [k, v] : rows[0].num) w->String(k);
+  }
+  w->EndArray();
+  w->Key("rows");
+  w->BeginArray();
+  for (const Row& r : rows) {
+    w->BeginArray();
+    for (auto& [k, v] : r.str) w->String(v);
+    for (auto& [k, v] : r.num) {
+      if (std::isfinite(v)) {
+        w->Double(std::round(v * 1000) / 1000);
+      } else {
+        w->Null();
+      }
+    }
+    w->EndArray();
+  }
+  w->EndArray();
+}
+
+// Writes each chart as dir/<bench>-<name>.svg; false (and a message) if one
+// cannot be written.
+bool WriteCharts(const std::string& dir, const std::string& bench_name, const std::vector<Chart>& charts) {
+  for (const Chart& ch : charts) {
+    const std::string path = dir + "/" + bench_name + "-" + ch.name + ".svg";
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << ch.svg;
+    f.close();
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", path.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// --render-only DIR: redraws the charts of every DIR/engine-<experiment>.json
+// there is. Exit status 0, or 1 if a file cannot be read, parsed or written.
+int RenderOnly(const std::string& dir) {
+  int found = 0;
+  for (const char* exp : {"overlap", "joiners", "slow_readers", "disconnects"}) {
+    const std::string bench_name = std::string("engine-") + exp;
+    const std::string path = dir + "/" + bench_name + ".json";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) continue;  // that experiment has no result here
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    json::Value doc;
+    if (Status st = json::Parse(text, &doc); !st.ok()) {
+      std::fprintf(stderr, "%s: %s\n", path.c_str(), st.message().c_str());
+      return 1;
+    }
+    std::vector<Chart> charts = ChartsFor(exp, doc);
+    if (!WriteCharts(dir, bench_name, charts)) return 1;
+    for (const Chart& ch : charts) {
+      std::fprintf(stderr, "%s/%s-%s.svg from %s\n", dir.c_str(), bench_name.c_str(), ch.name.c_str(), path.c_str());
+    }
+    found++;
+  }
+  if (found == 0) std::fprintf(stderr, "no engine-*.json in %s\n", dir.c_str());
+  return 0;
 }
 
 std::string Dirname(const std::string& path) {
@@ -840,6 +992,7 @@ std::string Dirname(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--render-only") return RenderOnly(argv[2]);
   Args a;
   for (int i = 1; i < argc; i++) {
     std::string k = argv[i];
@@ -862,7 +1015,8 @@ int main(int argc, char** argv) {
                          a.exp != "slow_readers")) {
     std::fprintf(stderr, "usage: engine_bench --exp overlap|joiners|slow_readers|disconnects [--model DIR] "
                          "[--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json "
-                         "[--command \"...\"]\n");
+                         "[--command \"...\"]\n"
+                         "       engine_bench --render-only DIR   (redraw the charts of DIR/engine-*.json)\n");
     return 2;
   }
   const std::string loadavg_start = bench::LoadAvg();
@@ -907,21 +1061,25 @@ int main(int argc, char** argv) {
                                                   : "") +
                       ". Load average " + loadavg_start + " before the run, " + loadavg_end + " after it.");
 
-  // Charts next to the JSON.
+  // Charts next to the JSON, drawn from the table as the JSON will hold it.
   const std::string bench_name = "engine-" + a.exp;
   const std::string dir = Dirname(a.out);
-  std::vector<std::pair<std::string, std::string>> chart_refs;  // file, caption
-  for (const Chart& ch : rep.charts) {
-    std::string file = bench_name + "-" + ch.name + ".svg";
-    std::ofstream f(dir + "/" + file, std::ios::binary | std::ios::trunc);
-    f << ch.svg;
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "cannot write %s/%s\n", dir.c_str(), file.c_str());
-      return 1;
-    }
-    chart_refs.push_back({file, ch.caption});
+  std::string table_text;
+  json::Writer tw(&table_text);
+  tw.BeginObject();
+  tw.Key("model");
+  tw.String(c.model_label);
+  WriteTable(&tw, rows);
+  tw.EndObject();
+  json::Value table;
+  if (Status s = json::Parse(table_text, &table); !s.ok()) {
+    std::fprintf(stderr, "result table: %s\n", s.message().c_str());
+    return 1;
   }
+  const std::vector<Chart> charts = ChartsFor(a.exp, table);
+  if (!WriteCharts(dir, bench_name, charts)) return 1;
+  std::vector<std::pair<std::string, std::string>> chart_refs;  // file, caption
+  for (const Chart& ch : charts) chart_refs.push_back({bench_name + "-" + ch.name + ".svg", ch.caption});
 
   std::string out;
   json::Writer w(&out);
@@ -955,28 +1113,7 @@ int main(int argc, char** argv) {
   w.String(c.model_label);
   w.Key("threads");
   w.Int(a.threads);
-  w.Key("columns");
-  w.BeginArray();
-  if (!rows.empty()) {
-    for (auto& [k, v] : rows[0].str) w.String(k);
-    for (auto& [k, v] : rows[0].num) w.String(k);
-  }
-  w.EndArray();
-  w.Key("rows");
-  w.BeginArray();
-  for (const Row& r : rows) {
-    w.BeginArray();
-    for (auto& [k, v] : r.str) w.String(v);
-    for (auto& [k, v] : r.num) {
-      if (std::isfinite(v)) {
-        w.Double(std::round(v * 1000) / 1000);
-      } else {
-        w.Null();
-      }
-    }
-    w.EndArray();
-  }
-  w.EndArray();
+  WriteTable(&w, rows);
   bench::WriteNotesAndCharts(&w, rep.notes, chart_refs);
   w.EndObject();
   std::ofstream f(a.out);

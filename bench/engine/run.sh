@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Engine benchmarks (issue 5): overlap, joiners, slow readers, disconnects;
-# then build/bench/render rewrites RESULTS.md from bench/results/.
+# Engine benchmarks: overlap, joiners, slow readers, disconnects; then
+# build/bench/render rewrites RESULTS.md from bench/results/.
 #
 #   bash bench/engine/run.sh                 quick: the random tiny model
 #   BENCH=full bash bench/engine/run.sh      full: a GPT-2-small-shaped model
@@ -16,7 +16,9 @@
 # Results: bench/results/engine-<experiment>.json (the bench convention:
 # bench, title, command, machine, date, mode, loadavg_start/end, columns,
 # rows, notes, charts) and its charts bench/results/engine-<experiment>-*.svg.
-# The exact command is recorded in each result file.
+# The exact command is recorded in each result file. The charts are drawn from
+# the JSON alone; to redraw them without measuring (after a change to the
+# charts): build/bench/engine_bench --render-only bench/results
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -110,10 +110,15 @@ NG_RPS=$(median nginx 2); NG_P99=$(median nginx 3)
 RATIO=$(awk -v a="$TW_RPS" -v b="$NG_RPS" 'BEGIN { printf "%.2f", a / b }')
 
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The CPU as the other benches record it (bench/lib/result.h MachineCpu):
+# /proc/cpuinfo's model name, then its CPUID family, model and stepping.
+CPU=$(awk -F'\t*: *' '$1 == "model name" { n = $2 } $1 == "cpu family" { f = $2 } $1 == "model" { m = $2 }
+  $1 == "stepping" { s = $2 } /^$/ { exit }
+  END { printf "%s (family %s, model %s, stepping %s)", n == "" ? "unknown CPU" : n, f, m, s }' /proc/cpuinfo)
 mkdir -p bench/results
 OUT="bench/results/http-$(date -u +%Y%m%d-%H%M%S).json"
 cat >"$OUT" <<JSON
-{"benchmark":"http_keepalive_healthz","date":"$DATE","machine":"$(uname -m) $(nproc) cores",
+{"benchmark":"http_keepalive_healthz","date":"$DATE","machine":"$(uname -m) $(nproc) cores","cpu":"$CPU",
  "command":"wrk -t$THREADS -c$CONNS -d${DURATION}s --latency GET /healthz","reps":$REPS,
  "nginx_version":"$(nginx -v 2>&1 | sed 's/.*nginx\///')",
  "median":{"tokenwire":{"requests_per_s":$TW_RPS,"p99_ms":$TW_P99},"nginx":{"requests_per_s":$NG_RPS,"p99_ms":$NG_P99},"ratio_rps":$RATIO},

@@ -9,15 +9,23 @@
 namespace tw::bench {
 
 std::string MachineCpu() {
+  // The first processor's block: "model name", "cpu family", "model" and
+  // "stepping" lines, each "key<tabs>: value".
   std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-    }
+  std::string line, name, family, model, stepping;
+  while (std::getline(f, line) && !line.empty()) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name") name = value;
+    else if (key == "cpu family") family = value;
+    else if (key == "model") model = value;
+    else if (key == "stepping") stepping = value;
   }
-  return "unknown CPU";
+  if (name.empty()) name = "unknown CPU";
+  if (family.empty() || model.empty()) return name;
+  return name + " (family " + family + ", model " + model + (stepping.empty() ? "" : ", stepping " + stepping) + ")";
 }
 
 int MachineCores() {

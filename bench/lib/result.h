@@ -14,7 +14,11 @@
 
 namespace tw::bench {
 
-std::string MachineCpu();  // /proc/cpuinfo's "model name", or "unknown CPU"
+// /proc/cpuinfo's "model name" and the CPUID family, model and stepping, e.g.
+// "AMD EPYC (family 25, model 17, stepping 1)": a hypervisor may shorten the
+// name, and the numbers still tell the CPU's generation. "unknown CPU" when
+// /proc/cpuinfo has no model name.
+std::string MachineCpu();
 int MachineCores();        // CPUs this process may run on (what `nproc` prints)
 std::string UtcNow();      // 2026-11-30T15:04:05Z
 std::string LoadAvg();     // the first three fields of /proc/loadavg

@@ -9,6 +9,16 @@
 // are all >= 0 starts at 0 unless Axis::min says otherwise. All text is XML-escaped; all
 // numbers written are finite.
 //
+// No text is cut off at the document's edges: there is no font engine here, so
+// text widths are estimated from per-character advance widths (the wider of
+// DejaVu Sans and Arial/Liberation Sans, the usual "sans-serif" fonts; any
+// other character counts as one em). A title too wide for the chart wraps at
+// spaces (and shrinks when it needs more than two lines); the legend column
+// widens to its longest name, up to 40% of the chart, and longer names wrap;
+// the left margin widens to the widest y tick label. A word that still does not
+// fit is drawn with textLength, which makes the viewer squeeze it into the room
+// there is. The document grows taller when the legend needs it.
+//
 // Thread-safety: pure functions; any thread. Allocation: the output string,
 // O(points). Never does I/O.
 #pragma once
@@ -16,6 +26,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tw::bench {
@@ -25,6 +36,8 @@ struct Axis {
   bool log_scale = false;        // base 10; values <= 0 are skipped
   std::optional<double> min;     // fixed range ends; otherwise from the data
   std::optional<double> max;
+  bool integer = false;          // the quantity is a count (streams, batch size, k):
+                                 // ticks only at whole numbers, steps of at least 1
 };
 
 struct Series {
@@ -72,8 +85,22 @@ std::string RenderLineChart(const LineChart& chart);
 std::string RenderCdfChart(const CdfChart& chart);
 std::string RenderHistogram(const HistogramChart& chart);
 
-// Tick positions for [lo, hi]: linear "nice" steps (1, 2, 5 x 10^k), about
-// `target` of them, or powers of ten on a log axis. Exposed for tests.
-std::vector<double> AxisTicks(double lo, double hi, bool log_scale, int target = 6);
+// Labelled tick positions for [lo, hi]. Linear: "nice" steps (1, 2, 5 x
+// 10^k), about `target` of them; with `integer`, whole numbers only (a step of
+// at least 1). Log: 1, 2, 3, 5 x 10^k when the range spans at most one decade,
+// 1, 2, 5 x 10^k up to three decades, powers of ten beyond that (every other
+// one, or fewer, past ten decades); with `integer`, none below 1. Exposed for
+// tests.
+std::vector<double> AxisTicks(double lo, double hi, bool log_scale, int target = 6, bool integer = false);
+
+// The unlabelled minor ticks of a log axis: each n x 10^k (n = 1..9) in
+// [lo, hi] that AxisTicks does not label; none on a linear axis or past ten
+// decades. Exposed for tests.
+std::vector<double> AxisMinorTicks(double lo, double hi, bool log_scale, bool integer = false);
+
+// Estimated width in pixels of UTF-8 text drawn at `font_px` in the charts'
+// font (see above). Never below the width the usual sans-serif fonts draw.
+// Exposed for tests.
+double TextWidthPx(std::string_view utf8, double font_px);
 
 }  // namespace tw::bench

@@ -128,7 +128,9 @@ void RenderConvention(std::string* md, const Value& d, const std::string& file, 
 // bench/http/run.sh: {"benchmark":"http_keepalive_healthz", "median":{...}, "runs":[...]}
 void RenderHttp(std::string* md, const Value& d, const std::string& file) {
   *md += "### HTTP keep-alive GET /healthz: TokenWire vs nginx (wrk)\n\n";
-  *md += "`" + file + "` · " + Str(d.Find("date")) + " · " + Str(d.Find("machine")) + " · nginx " +
+  // "cpu": written since bench/http/run.sh names the CPU; older files have only "machine".
+  const std::string cpu = d.Find("cpu") ? Str(d.Find("cpu")) + ", " : "";
+  *md += "`" + file + "` · " + Str(d.Find("date")) + " · " + cpu + Str(d.Find("machine")) + " · nginx " +
          Str(d.Find("nginx_version")) + " · " + Str(d.Find("reps")) + " repetitions, medians\n\n";
   *md += "Command: `bash bench/http/run.sh` (" + Str(d.Find("command")) + ")\n\n";
   const Value* med = d.Find("median");
@@ -217,7 +219,7 @@ int main(int argc, char** argv) {
                                           "streams/cancel_latency", "streams/abandonment",
                                           "streams/concurrency",   "streams/ws_concurrency",
                                           "streams/idle_soak",     "streams/backpressure",
-                                          "streams/throughput"};
+                                          "streams/throughput",    "streams/chaos"};
   std::map<std::string, std::pair<std::string, Value>> convention;  // bench -> (file, doc)
   std::pair<std::string, Value> http, cpu;                          // newest of each (files are sorted)
   std::vector<std::string> skipped;

@@ -8,8 +8,10 @@
 #include <cstdio>
 
 #include "api/backends.h"
+#include "api/log_json.h"
 #include "api/sse_subscription.h"
 #include "backend/mock_backend.h"
+#include "cpu/kernels.h"
 #include "json/json.h"
 #include "web/assets.h"  // GET /: the teaching page (src/web)
 #include "ws/echo_endpoint.h"
@@ -150,6 +152,14 @@ Status App::Init(bool watch_signals) {
     sigaddset(&mask, SIGINT);
     if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return Status::Error("pthread_sigmask failed");
   }
+  LogOptions lo;
+  ParseLogLevel(config_.log_level, &lo.level);  // validated with the flags
+  if (config_.log_format == "json") lo.format = FormatLogJson;
+  lo.max_queued_bytes = static_cast<size_t>(config_.log_buffer_bytes);
+  lo.fd = config_.log_fd;
+  lo.dropped_counter = metrics_.AddCounter(
+      "log_lines_dropped_total", "Log lines dropped because stderr did not take them fast enough.");
+  log_ = std::make_unique<Logger>(std::move(lo));
   if (Status s = loop_.Init(); !s.ok()) return s;
 
   // Tokenizer: the model folder's files, else the copy embedded in the binary.
@@ -173,7 +183,7 @@ Status App::Init(bool watch_signals) {
                                     kFastBuckets);
   m_tokens_generated_ = metrics_.AddCounter("tokens_generated_total", "Tokens generated.");
 
-  if (Status s = MakeBackend(config_, &tokenizer_, &metrics_, &backend_, &backend_info_); !s.ok()) return s;
+  if (Status s = MakeBackend(config_, &tokenizer_, &metrics_, log_.get(), &backend_, &backend_info_); !s.ok()) return s;
   model_name_ = backend_->model_name();
 
   bounds_.max_new_tokens = static_cast<int>(config_.max_new_tokens);
@@ -207,6 +217,7 @@ Status App::Init(bool watch_signals) {
   ho.lab_unbounded_max_bytes = static_cast<size_t>(config_.lab_unbounded_max_bytes);
   ho.stream_limits.metrics = {m_ttft_, m_itl_, m_tokens_generated_};
   ho.cancel_latency_seconds = m_cancel_;
+  ho.log = log_.get();
   hub_ = std::make_unique<stream::StreamHub>(&loop_, backend_.get(), ho);
   hub_->set_instance_tag(config_.instance_tag);
 
@@ -223,6 +234,7 @@ Status App::Init(bool watch_signals) {
   so.write_low_watermark_bytes = so.max_output_bytes / 4;
   so.socket_send_buffer_bytes = static_cast<int>(config_.socket_send_buffer_bytes);
   so.max_write_per_flush_bytes = static_cast<size_t>(config_.max_write_bytes_per_iteration);
+  so.log = log_.get();
   AddRoutes();
   server_ = std::make_unique<http::Server>(&loop_, so, &router_, &metrics_);
   if (Status s = server_->Start(); !s.ok()) return s;
@@ -246,12 +258,48 @@ Status App::Init(bool watch_signals) {
   return Status::Ok();
 }
 
+void App::LogStartup() {
+  const BackendInfo& b = backend_info_;
+  const bool engine = b.kind != "mock";
+  const engine::RunnerLimits& l = b.limits;
+  // What only an engine backend has is absent for the mock, and the reverse.
+  auto when = [](bool has, int64_t v) { return has ? std::optional<int64_t>(v) : std::nullopt; };
+  // K and V, fp32, every layer: the block layout both runners use.
+  const double kv_mib = static_cast<double>(l.num_kv_blocks) * l.block_size_tokens * b.n_layer * 2 *
+                        b.n_embd * sizeof(float) / (1 << 20);
+  log_->Log(LogLevel::kInfo, "startup",
+            {{"backend", b.kind},
+             {"model", model_name_},
+             {"source", b.model_source},
+             {"n_ctx", when(engine, b.n_ctx)},
+             {"n_layer", when(engine, b.n_layer)},
+             {"n_head", when(engine, b.n_head)},
+             {"n_embd", when(engine, b.n_embd)},
+             {"vocab", when(engine, b.vocab_size)},
+             {"kv_blocks", when(engine, l.num_kv_blocks)},
+             {"block_size", when(engine, l.block_size_tokens)},
+             {"kv_mib", engine ? std::optional<double>(kv_mib) : std::nullopt},
+             {"max_batch", when(engine, l.max_batch)},
+             {"threads", when(engine, l.threads)},
+             {"cpu_kernels", b.kind == "cpu" ? cpu::IsaName(cpu::ActiveIsa()) : nullptr},
+             {"tokens_per_s", engine ? std::nullopt : std::optional<double>(config_.mock_tokens_per_s)},
+             {"ttft_ms", when(!engine, config_.mock_ttft_ms)},
+             {"policy", config_.policy},
+             {"prep_threads", config_.prep_threads},
+             {"max_connections", config_.max_connections},
+             {"page", "http://" + config_.host + ":" + std::to_string(port_.load()) + "/"}});
+  log_->Flush();  // before "listening": a reader sees the summary first
+}
+
 Status App::Run() {
+  LogStartup();
   std::printf("listening on %s:%d\n", config_.host.c_str(), port_.load());
   std::fflush(stdout);
   Status s = loop_.Run();
   // The loop has stopped: nothing else runs on it. Stop the producers.
   if (backend_) backend_->Shutdown();
+  log_->Log(LogLevel::kInfo, "stopped", {{"streams_live", hub_ ? hub_->live_streams() : 0}});
+  log_->Flush();
   return s;
 }
 
@@ -262,8 +310,8 @@ void App::RequestShutdown() {
 void App::BeginShutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
-  std::fprintf(stderr, "shutting down: draining for at most %lld ms\n",
-               static_cast<long long>(config_.drain_ms));
+  log_->Log(LogLevel::kWarn, "draining",
+            {{"drain_ms", config_.drain_ms}, {"connections", server_->connection_count()}});
   hub_->BeginShutdown();
   server_->BeginShutdown([this] { loop_.Stop(); });
   loop_.AddTimer(config_.drain_ms, [this] { loop_.Stop(); });

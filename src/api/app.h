@@ -25,6 +25,7 @@
 #include "api/config.h"
 #include "api/generation_request.h"
 #include "backend/backend.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "http/router.h"
@@ -64,6 +65,8 @@ class App {
   bool Authorized(const http::Request& req, http::Responder& r);
   http::Headers CorsHeaders() const;
   void BeginShutdown();
+  // The start-up summary: what was loaded, its bounds, where to look.
+  void LogStartup();
 
   // Endpoints.
   void HandleStream(const http::Request& req, http::Responder r, bool attach);
@@ -136,6 +139,8 @@ class App {
   void SendRequestError(http::Responder& r, const ApiError& e);
 
   Config config_;
+  // Made first in Init and destroyed last: everything below may log.
+  std::unique_ptr<Logger> log_;
   RequestBounds bounds_;
   stream::Policy default_policy_ = stream::Policy::kDropSlow;
   net::EventLoop loop_;

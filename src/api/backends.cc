@@ -27,7 +27,7 @@ Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model>
 }
 
 Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, Metrics* metrics,
-                   std::unique_ptr<backend::Backend>* out, BackendInfo* info) {
+                   Logger* log, std::unique_ptr<backend::Backend>* out, BackendInfo* info) {
   info->kind = config.backend;
   if (config.backend == "mock") {
     backend::MockOptions mo;
@@ -37,6 +37,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
     // The mock has no attention window: any prompt + max_new_tokens the
     // request bounds allow is fine.
     mo.context_length = 1 << 30;
+    if (!config.served_model_name.empty()) mo.model_name = config.served_model_name;
     auto m = std::make_unique<backend::MockBackend>(mo, tokenizer);
     info->model_name = m->model_name();
     info->model_source = "synthetic tokens";
@@ -52,6 +53,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   if (Status s = model::LoadModelForServing(config.model_dir, &model, &name); !s.ok()) {
     return Status::Error("--model: " + s.message());
   }
+  if (!config.served_model_name.empty()) name = config.served_model_name;
   const model::Gpt2Config& c = model->config();
   engine::EngineOptions eo;
   eo.model_name = name;
@@ -62,6 +64,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.max_waiting = static_cast<int>(config.max_waiting);
   eo.threads = config.threads > 0 ? config.threads : cpu::ThreadPool::HardwareThreads();
   eo.metrics = metrics;
+  eo.log = log;
   const engine::RunnerLimits limits = engine::RunnerLimitsFor(eo, c.n_ctx);
   std::unique_ptr<engine::ModelRunner> runner;
   if (Status s = MakeRunner(config.backend, model, limits, &runner, config.cuda_matmul); !s.ok()) return s;

@@ -13,6 +13,7 @@
 
 #include "api/config.h"
 #include "backend/backend.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "engine/runner.h"
@@ -40,7 +41,8 @@ struct BackendInfo {
 };
 
 // The backend config.backend names, ready to accept requests.
+// `log` (may be null) is where the engine reports errors it finds in itself.
 Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, Metrics* metrics,
-                   std::unique_ptr<backend::Backend>* out, BackendInfo* info);
+                   Logger* log, std::unique_ptr<backend::Backend>* out, BackendInfo* info);
 
 }  // namespace tw::api

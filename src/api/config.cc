@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/log.h"
+
 namespace tw::api {
 
 namespace {
@@ -77,6 +79,8 @@ const IntFlag kIntFlags[] = {
      "WebSocket: streams one connection may carry at once"},
     {"--ws-pong-timeout-ms", &Config::ws_pong_timeout_ms, 10, 3600000,
      "WebSocket: a heartbeat ping unanswered this long closes the connection"},
+    {"--log-buffer-bytes", &Config::log_buffer_bytes, 4096, 1 << 30,
+     "log lines queued for stderr; beyond, lines are dropped (counted in /metrics), never waited for"},
     {"--mock-ttft-ms", &Config::mock_ttft_ms, 0, 3600000, "mock backend: time to first token"},
     {"--lab-pad-bytes", &Config::lab_pad_bytes, 0, 65536,
      "lab (needs --lab): pad every token event with N bytes (field \"pad\") for the bench"},
@@ -85,6 +89,21 @@ const IntFlag kIntFlags[] = {
     {"--lab-unbounded-max-bytes", &Config::lab_unbounded_max_bytes, 1024, int64_t{16} << 30,
      "lab policy unbounded: event bytes one stream may hold for a slow reader (a safety cap)"},
 };
+
+// A model id travels as one path segment (GET /v1/models/{id}) and inside
+// JSON strings: letters, digits and . _ - : only, so it needs no escaping.
+Status CheckServedModelName(std::string_view v) {
+  if (v.empty() || v.size() > 128) return Status::Error("--served-model-name: 1..128 characters");
+  for (char c : v) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-' || c == ':';
+    if (!ok) {
+      return Status::Error("--served-model-name: letters, digits and . _ - : only (it is a path segment of "
+                           "/v1/models/{id}), got '" + std::string(v) + "'");
+    }
+  }
+  return Status::Ok();
+}
 
 bool ParseInt(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
@@ -136,6 +155,9 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
     if (Status s = next(&v); !s.ok()) return s;
     if (name == "--model") {
       cfg->model_dir = v;
+    } else if (name == "--served-model-name") {
+      if (Status s = CheckServedModelName(v); !s.ok()) return s;
+      cfg->served_model_name = v;
     } else if (name == "--backend") {
       if (v != "cpu" && v != "cuda" && v != "mock") return Status::Error("--backend: cpu, cuda or mock");
       cfg->backend = v;
@@ -183,6 +205,15 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
     } else if (name == "--cuda-matmul") {
       if (v != "fp32" && v != "3xtf32") return Status::Error("--cuda-matmul: fp32 or 3xtf32, got '" + std::string(v) + "'");
       cfg->cuda_matmul = v;
+    } else if (name == "--log-level") {
+      LogLevel level;
+      if (!ParseLogLevel(v, &level)) {
+        return Status::Error("--log-level: error, warn, info or debug, got '" + std::string(v) + "'");
+      }
+      cfg->log_level = v;
+    } else if (name == "--log-format") {
+      if (v != "text" && v != "json") return Status::Error("--log-format: text or json, got '" + std::string(v) + "'");
+      cfg->log_format = v;
     } else if (name == "--mock-clock") {
       if (v != "stream" && v != "step") return Status::Error("--mock-clock: stream or step, got '" + std::string(v) + "'");
       cfg->mock_clock = v;
@@ -217,6 +248,10 @@ std::string ServeHelp() {
       "usage: tokenwire serve [flags]\n\n"
       "  --model DIR                 Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
       "                              vocab.json + merges.txt); default: random tiny GPT-2 weights\n"
+      "  --served-model-name NAME    the model id /v1/models lists and completions' \"model\" must name;\n"
+      "                              default: the --model folder's name (/models/gpt2-medium:\n"
+      "                              gpt2-medium); without --model gpt2-random-tiny; mock-gpt2 with\n"
+      "                              --backend mock\n"
       "  --backend cpu|cuda|mock     default " + d.backend + "\n"
       "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
       "  --cuda-matmul P             cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"
@@ -232,6 +267,10 @@ std::string ServeHelp() {
       "  --instance-tag TAG          put TAG into stream ids (s_TAG_...) for routing; default none\n"
       "  --lab                       enable /lab/* endpoints (mock emission log) and the lab\n"
       "                              policies naive and unbounded; default off\n"
+      "  --log-level L               error|warn|info|debug: info logs the start-up summary, one line\n"
+      "                              per request and per stream outcome; default " + d.log_level + "\n"
+      "  --log-format F              text (key=value lines) or json (one JSON object per line);\n"
+      "                              default " + d.log_format + "\n"
       "  --mock-tokens-per-s R       mock backend rate; default 20\n"
       "  --mock-clock stream|step    mock backend: each stream on its own clock from its arrival, or\n"
       "                              every stream's next token at one shared step (as a batching\n"

@@ -17,6 +17,7 @@ namespace tw::api {
 struct Config {
   // Model and backend.
   std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
+  std::string served_model_name;  // --served-model-name ("" = the --model folder's name, else the backend's)
   std::string backend = "cpu";  // --backend cpu|cuda|mock
   int threads = 0;              // --threads (0 = one per core)
   std::string cuda_matmul = "fp32";  // --cuda-matmul fp32|3xtf32
@@ -73,6 +74,11 @@ struct Config {
   int64_t ws_max_streams_per_connection = 16; // streams one connection may carry
   int64_t ws_pong_timeout_ms = 10000;         // a heartbeat ping's pong must come within this
   std::string ws_allowed_origins;             // comma-separated Origins ("" = any)
+  // Logs (stderr; common/log.h).
+  std::string log_level = "info";   // --log-level error|warn|info|debug
+  std::string log_format = "text";  // --log-format text|json
+  int64_t log_buffer_bytes = 1 << 20;  // --log-buffer-bytes: lines queued for stderr; beyond: dropped
+  int log_fd = 2;                   // not a flag: where the log goes (tests give a pipe)
   // Mock backend.
   int64_t mock_ttft_ms = 200;
   double mock_tokens_per_s = 20.0;

@@ -15,6 +15,7 @@
 #include "model/forward.h"
 #include "model/gpt2.h"
 #include "model/kv_cache.h"
+#include "model/serving_model.h"
 #include "model/sampling.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_stream.h"
@@ -23,26 +24,13 @@ namespace tw::api {
 
 namespace {
 
-const char kUsage[] =
-    "usage: tokenwire generate --model DIR [--max-new-tokens N] [--temperature T]\n"
-    "                          [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
-    "                          [--threads N] [--block-size N] \"prompt\"\n"
-    "Streams the completion to stdout as it is produced; a summary line goes to stderr.\n"
-    "Defaults: --max-new-tokens 64, --temperature 0 (greedy), --top-k 0 (off), --top-p 1 (off),\n"
-    "          --seed 0, --threads 0 (one per core), --block-size 16.\n";
-
-struct GenerateFlags {
-  std::string model_dir;
-  std::string prompt;
-  bool has_prompt = false;
-  int64_t max_new_tokens = 64;
-  double temperature = 0.0;
-  int64_t top_k = 0;
-  double top_p = 1.0;
-  uint64_t seed = 0;
-  int64_t threads = 0;
-  int64_t block_size = 16;
-  std::vector<std::string> stop;
+// One flag of `tokenwire generate`: the parser and both usage texts are
+// made from this table, so what is accepted and what is documented agree.
+struct FlagSpec {
+  const char* name;   // "--max-new-tokens"
+  const char* value;  // how the usage names its value: "N"
+  const char* help;   // what it does, and its default
+  Status (*set)(const std::string& v, GenerateFlags* f);
 };
 
 bool ParseI64(std::string_view s, int64_t* out) {
@@ -56,71 +44,145 @@ bool ParseDouble(const std::string& s, double* out) {
   return !s.empty() && end != nullptr && *end == '\0';
 }
 
-Status ParseFlags(int argc, char** argv, int first, GenerateFlags* f) {
+const FlagSpec kFlags[] = {
+    {"--model", "DIR", "Hugging Face GPT-2 folder; default: random tiny GPT-2 weights (as serve)",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       if (v.empty()) return Status::Error("--model: an empty folder name");
+       f->model_dir = v;
+       return Status::Ok();
+     }},
+    {"--max-new-tokens", "N", "tokens to generate at most (1..1048576); default 64",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       int64_t n = 0;
+       if (!ParseI64(v, &n) || n < 1 || n > 1 << 20) return Status::Error("--max-new-tokens: 1..1048576");
+       f->max_new_tokens = n;
+       return Status::Ok();
+     }},
+    {"--temperature", "T", "sampling temperature (0..100; 0 = greedy); default 0",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       double d = 0;
+       if (!ParseDouble(v, &d) || !(d >= 0 && d <= 100)) return Status::Error("--temperature: 0..100");
+       f->temperature = d;
+       return Status::Ok();
+     }},
+    {"--top-k", "K", "sample among the K likeliest tokens (0 = off); default 0",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       int64_t n = 0;
+       if (!ParseI64(v, &n) || n < 0) return Status::Error("--top-k: >= 0");
+       f->top_k = n;
+       return Status::Ok();
+     }},
+    {"--top-p", "P", "nucleus sampling, in (0, 1] (1 = off); default 1",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       double d = 0;
+       if (!ParseDouble(v, &d) || !(d > 0 && d <= 1)) return Status::Error("--top-p: (0, 1]");
+       f->top_p = d;
+       return Status::Ok();
+     }},
+    {"--seed", "S", "sampling seed (the same seed gives the same text); default 0",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       int64_t n = 0;
+       if (!ParseI64(v, &n) || n < 0) return Status::Error("--seed: a non-negative integer");
+       f->seed = static_cast<uint64_t>(n);
+       return Status::Ok();
+     }},
+    {"--stop", "STR", "end the text before STR (give it again for several); default none",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       if (v.empty()) return Status::Error("--stop: an empty stop string");
+       f->stop.push_back(v);
+       return Status::Ok();
+     }},
+    {"--threads", "N", "CPU threads (0..1024; 0 = one per core); default 0",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       int64_t n = 0;
+       if (!ParseI64(v, &n) || n < 0 || n > 1024) return Status::Error("--threads: 0..1024");
+       f->threads = n;
+       return Status::Ok();
+     }},
+    {"--block-size", "N", "tokens per KV block (1..1024); default 16",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       int64_t n = 0;
+       if (!ParseI64(v, &n) || n < 1 || n > 1024) return Status::Error("--block-size: 1..1024");
+       f->block_size = n;
+       return Status::Ok();
+     }},
+};
+
+}  // namespace
+
+std::string GenerateSynopsis(size_t indent) {
+  const std::string head = "tokenwire generate";
+  const size_t width = 90;
+  const std::string pad(indent + head.size(), ' ');
+  std::string out = head;
+  size_t column = indent + head.size();
+  auto add = [&](const std::string& word) {
+    if (column + 1 + word.size() > width) {
+      out += "\n" + pad;
+      column = pad.size();
+    }
+    out += " " + word;
+    column += 1 + word.size();
+  };
+  for (const FlagSpec& f : kFlags) add("[" + std::string(f.name) + " " + f.value + "]");
+  add("\"prompt\"");
+  return out + "\n";
+}
+
+std::string GenerateUsage() {
+  std::string u = "usage: " + GenerateSynopsis(7) +
+                  "Streams one completion to stdout as it is produced; a summary line goes to stderr.\n\n";
+  for (const FlagSpec& f : kFlags) {
+    std::string line = "  " + std::string(f.name) + " " + f.value;
+    line.append(line.size() < 24 ? 24 - line.size() : 1, ' ');
+    u += line + f.help + "\n";
+  }
+  return u;
+}
+
+std::string ProgramUsage() {
+  return "usage: tokenwire serve [flags]        (tokenwire serve --help for every flag)\n"
+         "       " + GenerateSynopsis(7) +
+         "                                      (tokenwire generate --help for what each does)\n";
+}
+
+std::vector<std::string> GenerateFlagNames() {
+  std::vector<std::string> names;
+  for (const FlagSpec& f : kFlags) names.push_back(f.name);
+  return names;
+}
+
+Status ParseGenerateFlags(int argc, char** argv, int first, GenerateFlags* f) {
   for (int i = first; i < argc; i++) {
-    std::string a = argv[i];
-    auto value = [&](std::string* v) -> Status {
-      if (i + 1 >= argc) return Status::Error(a + ": missing value");
-      *v = argv[++i];
-      return Status::Ok();
-    };
-    std::string v;
+    const std::string a = argv[i];
     if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
-      if (Status s = value(&v); !s.ok()) return s;
-      int64_t n = 0;
-      double d = 0;
-      if (a == "--model") {
-        f->model_dir = v;
-      } else if (a == "--max-new-tokens") {
-        if (!ParseI64(v, &n) || n < 1 || n > 1 << 20) return Status::Error("--max-new-tokens: 1..1048576");
-        f->max_new_tokens = n;
-      } else if (a == "--temperature") {
-        if (!ParseDouble(v, &d) || !(d >= 0 && d <= 100)) return Status::Error("--temperature: 0..100");
-        f->temperature = d;
-      } else if (a == "--top-k") {
-        if (!ParseI64(v, &n) || n < 0) return Status::Error("--top-k: >= 0");
-        f->top_k = n;
-      } else if (a == "--top-p") {
-        if (!ParseDouble(v, &d) || !(d > 0 && d <= 1)) return Status::Error("--top-p: (0, 1]");
-        f->top_p = d;
-      } else if (a == "--seed") {
-        if (!ParseI64(v, &n) || n < 0) return Status::Error("--seed: a non-negative integer");
-        f->seed = static_cast<uint64_t>(n);
-      } else if (a == "--threads") {
-        if (!ParseI64(v, &n) || n < 0 || n > 1024) return Status::Error("--threads: 0..1024");
-        f->threads = n;
-      } else if (a == "--block-size") {
-        if (!ParseI64(v, &n) || n < 1 || n > 1024) return Status::Error("--block-size: 1..1024");
-        f->block_size = n;
-      } else if (a == "--stop") {
-        if (v.empty()) return Status::Error("--stop: an empty stop string");
-        f->stop.push_back(v);
-      } else {
-        return Status::Error("unknown flag '" + a + "'");
+      const FlagSpec* spec = nullptr;
+      for (const FlagSpec& s : kFlags) {
+        if (a == s.name) spec = &s;
       }
+      if (spec == nullptr) return Status::Error("unknown flag '" + a + "'");
+      if (i + 1 >= argc) return Status::Error(a + ": missing value");
+      if (Status s = spec->set(argv[++i], f); !s.ok()) return s;
     } else {
       if (f->has_prompt) return Status::Error("one prompt only (quote it)");
       f->prompt = a;
       f->has_prompt = true;
     }
   }
-  if (f->model_dir.empty()) return Status::Error("--model DIR is required");
   if (!f->has_prompt) return Status::Error("missing the prompt");
   return Status::Ok();
 }
 
-}  // namespace
-
 int GenerateMain(int argc, char** argv, int first) {
   for (int i = first; i < argc; i++) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::fputs(kUsage, stdout);
+      std::fputs(GenerateUsage().c_str(), stdout);
       return 0;
     }
   }
   GenerateFlags f;
-  if (Status s = ParseFlags(argc, argv, first, &f); !s.ok()) {
-    std::fprintf(stderr, "tokenwire generate: %s\n%s", s.message().c_str(), kUsage);
+  if (Status s = ParseGenerateFlags(argc, argv, first, &f); !s.ok()) {
+    std::fprintf(stderr, "tokenwire generate: %s\n%s", s.message().c_str(), GenerateUsage().c_str());
     return 2;
   }
   auto fail = [](const Status& s) {
@@ -128,10 +190,20 @@ int GenerateMain(int argc, char** argv, int first) {
     return 1;
   };
 
-  std::unique_ptr<model::Gpt2Model> gpt2;
-  if (Status s = model::LoadGpt2(f.model_dir, &gpt2); !s.ok()) return fail(s);
+  // The model `tokenwire serve` would load: the folder, or random tiny weights.
+  std::shared_ptr<const model::Gpt2Model> gpt2;
+  std::string name;
+  if (Status s = model::LoadModelForServing(f.model_dir, &gpt2, &name); !s.ok()) {
+    return fail(Status::Error("--model: " + s.message()));
+  }
+  if (f.model_dir.empty()) {
+    std::fprintf(stderr, "tokenwire generate: no --model: random tiny GPT-2 weights (%s, seed 0), so the "
+                 "text is noise\n", name.c_str());
+  }
   tokenizer::Tokenizer tok;
-  if (Status s = tokenizer::Tokenizer::LoadFromDirOrEmbedded(f.model_dir, &tok); !s.ok()) return fail(s);
+  Status ts = f.model_dir.empty() ? tokenizer::Tokenizer::LoadEmbedded(&tok)
+                                  : tokenizer::Tokenizer::LoadFromDirOrEmbedded(f.model_dir, &tok);
+  if (!ts.ok()) return fail(ts);
   const model::Gpt2Config& cfg = gpt2->config();
 
   std::vector<int32_t> prompt = tok.Encode(f.prompt);

@@ -8,7 +8,8 @@
 //   422 invalid_request  a value out of range (max_new_tokens < 1, ...)
 //   422 prompt_too_long  prompt tokens + max_new_tokens over the context
 //
-// Threads: pure functions; call from the I/O thread.
+// Threads: pure functions (no shared state); the App calls them on a prep
+// thread (net::WorkerPool), off the event loop.
 #pragma once
 
 #include <cstdint>

@@ -100,7 +100,10 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   e->eos_ = o.eos_token_id;
   e->counters_.kv_blocks_total = o.num_kv_blocks;
   e->counters_.kv_blocks_free = o.num_kv_blocks;
-  e->published_ = e->counters_;
+  {
+    MutexLock lock(e->mu_);  // no other thread yet; the analysis asks for it all the same
+    e->published_ = e->counters_;
+  }
 
   if (o.metrics != nullptr) {
     Metrics* r = o.metrics;
@@ -148,7 +151,7 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
                     ApiError* refusal) {
   auto refuse = [&](ApiError e) {
     if (refusal) *refusal = std::move(e);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     refused_++;
     return false;
   };
@@ -175,7 +178,7 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
                                  "the request needs " + std::to_string(need) + " KV blocks, the cache has " +
                                      std::to_string(options_.num_kv_blocks) + " (--kv-blocks)"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) {
     if (refusal) {
       *refusal = ApiError::Make(ErrorCode::kShuttingDown, "the server is shutting down");
@@ -208,20 +211,20 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
 }
 
 void Engine::Cancel(const std::string& stream_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   inbox_.push_back(Command{Command::Kind::kCancel, stream_id, nullptr});
   cv_.notify_one();
 }
 
 void Engine::SetPaused(const std::string& stream_id, bool paused) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   inbox_.push_back(Command{paused ? Command::Kind::kPause : Command::Kind::kResume, stream_id, nullptr});
   cv_.notify_one();
 }
 
 void Engine::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     cv_.notify_one();
   }
@@ -229,7 +232,7 @@ void Engine::Shutdown() {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   EngineStats s = published_;
   s.waiting = pending_waiting_;
   s.submitted = submitted_;
@@ -310,16 +313,25 @@ void Engine::Retire(Sequence& s, stream::Event terminal) {
   by_id_.erase(s.id);
   counters_.finished++;
   if (!s.admitted) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_waiting_--;
   }
+}
+
+void Engine::ReportBug(const Sequence& s, const char* what, const std::string& detail) const {
+  if (options_.log != nullptr) {
+    options_.log->Log(LogLevel::kError, "engine_bug",
+                      {{"stream", s.id}, {"what", what}, {"detail", detail.empty() ? nullptr : detail.c_str()}});
+    return;
+  }
+  std::fprintf(stderr, "engine: BUG: %s of %s %s\n", what, s.id.c_str(), detail.c_str());
 }
 
 void Engine::ReleaseBlocks(Sequence& s) {
   if (s.released) {
     counters_.double_releases++;
     if (m_.double_releases) m_.double_releases->Inc();
-    std::fprintf(stderr, "engine: BUG: second release of the KV blocks of %s\n", s.id.c_str());
+    ReportBug(s, "second release of the KV blocks", "");
     return;
   }
   s.released = true;
@@ -327,8 +339,7 @@ void Engine::ReleaseBlocks(Sequence& s) {
   if (!st.ok()) {
     counters_.double_releases++;
     if (m_.double_releases) m_.double_releases->Inc();
-    std::fprintf(stderr, "engine: BUG: releasing the KV blocks of %s: %s\n", s.id.c_str(),
-                 st.message().c_str());
+    ReportBug(s, "releasing the KV blocks failed", st.message());
   }
   counters_.releases++;
   s.block_table.clear();
@@ -363,7 +374,7 @@ void Engine::Admit() {
     s.admitted = true;
     live++;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       pending_waiting_--;
     }
     counters_.admitted++;
@@ -494,7 +505,7 @@ void Engine::Publish() {
   if (m_.kv_blocks_free) m_.kv_blocks_free->Set(counters_.kv_blocks_free);
   if (m_.kv_blocks_used) m_.kv_blocks_used->Set(counters_.kv_blocks_total - counters_.kv_blocks_free);
   if (m_.running) m_.running->Set(counters_.running);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   published_ = counters_;
   if (m_.waiting) m_.waiting->Set(pending_waiting_);
 }
@@ -508,7 +519,7 @@ bool Engine::ReadersGateClosed() const {
 }
 
 void Engine::OnReadersProgress() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   readers_progress_ = true;
   cv_.notify_one();
 }
@@ -546,7 +557,7 @@ void Engine::Run() {
   for (;;) {
     bool stop = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       readers_progress_ = false;
       if (inbox_.empty() && !stopping_ && !HasRunnableWork()) {
         if (ReadersGateClosed()) counters_.reader_waits++;
@@ -557,11 +568,11 @@ void Engine::Run() {
             deadline = std::min(deadline, p->request.arrival + std::chrono::milliseconds(p->request.queue_timeout_ms));
           }
         }
-        auto woken = [&] { return !inbox_.empty() || stopping_ || readers_progress_; };
         if (deadline == stream::Clock::time_point::max()) {
-          cv_.wait(lock, woken);
+          while (inbox_.empty() && !stopping_ && !readers_progress_) lock.Wait(cv_);
         } else {
-          cv_.wait_until(lock, deadline, woken);
+          while (inbox_.empty() && !stopping_ && !readers_progress_ && lock.WaitUntil(cv_, deadline)) {
+          }
         }
       }
       batch.swap(inbox_);

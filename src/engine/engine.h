@@ -83,14 +83,15 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/log.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "engine/block_allocator.h"
 #include "engine/runner.h"
@@ -118,6 +119,7 @@ struct EngineOptions {
   uint64_t unseeded_base = 0x7477656e67696e65ull;  // seeds of requests without has_seed
   // Optional registry for the engine's metrics (must outlive the engine).
   Metrics* metrics = nullptr;
+  Logger* log = nullptr;  // errors the engine detects in itself; null: stderr
 };
 
 // Counters readable from any thread (a consistent snapshot under the inbox
@@ -215,6 +217,8 @@ class Engine : public backend::Backend {
   // A done event with `reason` for s (its prompt and completion counts).
   static stream::Event DoneOf(const Sequence& s, stream::FinishReason reason);
   void ReleaseBlocks(Sequence& s);
+  // A broken invariant (a bug, counted in double_releases): logged as an error.
+  void ReportBug(const Sequence& s, const char* what, const std::string& detail) const;
   void Compact();
   void Publish();
   bool HasRunnableWork() const;
@@ -230,17 +234,19 @@ class Engine : public backend::Backend {
   const EngineOptions options_;                 // with the runner's limits
   Instruments m_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  // Protected by mu_:
-  std::vector<Command> inbox_;
-  bool stopping_ = false;
-  bool readers_progress_ = false;  // set by OnReadersProgress, cleared by the loop
-  int64_t pending_waiting_ = 0;  // submitted and not yet admitted or finished
-  uint64_t next_unseeded_ = 0;
-  uint64_t submitted_ = 0;
-  uint64_t refused_ = 0;
-  EngineStats published_;        // the engine thread's counters_ as of its last step
+  std::vector<Command> inbox_ TW_GUARDED_BY(mu_);
+  bool stopping_ TW_GUARDED_BY(mu_) = false;
+  // Set by OnReadersProgress, cleared by the loop.
+  bool readers_progress_ TW_GUARDED_BY(mu_) = false;
+  // Submitted and not yet admitted or finished.
+  int64_t pending_waiting_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t next_unseeded_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t submitted_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t refused_ TW_GUARDED_BY(mu_) = 0;
+  // The engine thread's counters_ as of its last step.
+  EngineStats published_ TW_GUARDED_BY(mu_);
 
   // Owned by the engine thread:
   std::unique_ptr<BlockAllocator> alloc_;

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <algorithm>
 #include <string>
 
@@ -67,6 +68,7 @@ class HttpConnection : public net::ConnectionHandler,
     in_flight_ = true;  // nothing more is parsed
     if (stream_) {
       std::shared_ptr<StreamWriter> s = std::move(stream_);
+      LogAccess(/*closed=*/true);
       s->NotifyClosed();
     }
     server_->Remove(this);
@@ -94,7 +96,16 @@ class HttpConnection : public net::ConnectionHandler,
     std::string_view parts[2] = {head, body};
     server_->CountResponse(status);  // before the bytes leave: a client may read metrics next
     conn_.WriteUnbounded(parts, 2);
+    status_ = status;
+    body_bytes_ = body.size();
+    LogAccess(/*closed=*/false);
     CompleteResponse();
+  }
+
+  // An error envelope is about to be sent: the access record names it.
+  void NoteError(std::string_view type, std::string_view message) {
+    error_type_ = type;
+    error_message_.assign(message.substr(0, kMaxLoggedMessage));
   }
 
   std::shared_ptr<StreamWriter> SendStreamHead(int status, std::string_view content_type,
@@ -110,12 +121,18 @@ class HttpConnection : public net::ConnectionHandler,
     h.extra = &extra;
     server_->CountResponse(status);
     conn_.WriteUnbounded(BuildResponseHead(h));
+    status_ = status;
     stream_ = std::make_shared<StreamWriter>(weak_from_this(), seq_, chunked,
                                              conn_.limits().max_output_bytes);
     return stream_;
   }
 
   net::WriteResult StreamWrite(std::string_view bytes, bool chunked) {
+    net::WriteResult r = StreamWriteFramed(bytes, chunked);
+    if (r == net::WriteResult::kTaken || r == net::WriteResult::kQueued) body_bytes_ += bytes.size();
+    return r;
+  }
+  net::WriteResult StreamWriteFramed(std::string_view bytes, bool chunked) {
     if (!chunked) return conn_.Write(bytes);
     char size_line[24];
     size_t n = FormatChunkHeader(bytes.size(), size_line);
@@ -126,6 +143,7 @@ class HttpConnection : public net::ConnectionHandler,
   void StreamFinish(bool chunked) {
     if (chunked) conn_.WriteUnbounded(kLastChunk);
     stream_.reset();
+    LogAccess(/*closed=*/false);
     CompleteResponse();
   }
 
@@ -136,6 +154,8 @@ class HttpConnection : public net::ConnectionHandler,
     responded_ = true;
     server_->CountResponse(101);
     conn_.WriteUnbounded(head);
+    status_ = 101;
+    LogAccess(/*closed=*/false);
     CancelTimers();  // no HTTP deadlines on the new protocol
     upgraded_ = make_handler(&conn_, reader_.TakeBufferedInput());
     if (!upgraded_) {
@@ -233,6 +253,13 @@ class HttpConnection : public net::ConnectionHandler,
     in_flight_ = true;  // stop parsing
     responded_ = true;
     close_after_ = true;
+    // No request was dispatched: the record has no method or path.
+    started_ = std::chrono::steady_clock::now();
+    dispatched_ = false;
+    status_ = status;
+    body_bytes_ = 0;
+    NoteError(type, message);
+    LogAccess(/*closed=*/false);
     std::string body = ErrorEnvelope(type, message, retryable);
     ResponseHead h;
     h.status = status;
@@ -300,6 +327,12 @@ class HttpConnection : public net::ConnectionHandler,
     ArmDeadline(Wait::kNone, 0);
     in_flight_ = true;
     responded_ = false;
+    started_ = std::chrono::steady_clock::now();
+    dispatched_ = true;
+    status_ = 0;
+    body_bytes_ = 0;
+    error_type_.clear();
+    error_message_.clear();
     ++seq_;
     close_after_ = !request_.keep_alive || server_->shutting_down_;
     http10_ = request_.minor_version == 0;
@@ -310,6 +343,26 @@ class HttpConnection : public net::ConnectionHandler,
     } else {
       r.SendError(404, "not_found", "no routes", false);
     }
+  }
+
+  static constexpr size_t kMaxLoggedMessage = 200;  // bytes of an error message in the log
+
+  void LogAccess(bool closed) {
+    Logger* log = server_->options_.log;
+    const LogLevel level = status_ >= 500 ? LogLevel::kError : status_ >= 400 ? LogLevel::kWarn : LogLevel::kInfo;
+    if (log == nullptr || !log->Enabled(level)) return;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    std::string_view path = dispatched_ ? std::string_view(request_.path) : std::string_view();
+    if (path.size() > kMaxLoggedMessage) path = path.substr(0, kMaxLoggedMessage);
+    log->Log(level, "access",
+             {{"method", dispatched_ ? std::string_view(request_.method) : std::string_view()},
+              {"path", path},
+              {"status", status_},
+              {"bytes", body_bytes_},
+              {"ms", ms},
+              {"error", error_type_.empty() ? std::string_view() : std::string_view(error_type_)},
+              {"msg", error_message_.empty() ? std::string_view() : std::string_view(error_message_)},
+              {"outcome", closed ? "closed" : nullptr}});
   }
 
   void CompleteResponse() {
@@ -342,6 +395,12 @@ class HttpConnection : public net::ConnectionHandler,
   bool processing_ = false;         // inside ProcessInput
   bool output_full_ = false;        // input paused: queued output over max_output_bytes
   std::shared_ptr<StreamWriter> stream_;  // the current streaming response
+  // The access record of the current response.
+  std::chrono::steady_clock::time_point started_;  // dispatch (or the fatal answer)
+  bool dispatched_ = false;         // request_ is the request answered
+  int status_ = 0;
+  uint64_t body_bytes_ = 0;
+  std::string error_type_, error_message_;
   std::unique_ptr<net::ConnectionHandler> upgraded_;  // after Upgrade: gets all events
   Wait wait_ = Wait::kNone;
   int64_t deadline_ms_ = 0;         // when the current wait_ expires (monotonic ms)
@@ -419,6 +478,7 @@ void Responder::SendError(int status, std::string_view type, std::string_view me
                           const Headers& extra_headers) {
   auto c = conn_.lock();
   if (!c || !c->IsCurrent(seq_)) return;
+  c->NoteError(type, message);
   c->SendComplete(status, "application/json", ErrorEnvelope(type, message, retryable, extra_fields),
                   extra_headers);
 }
@@ -430,6 +490,7 @@ void Responder::SendError(const ApiError& e, const Headers& extra_headers) {
   if (e.retry_after_ms > 0) {
     h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (e.retry_after_ms + 999) / 1000)));
   }
+  c->NoteError(e.type(), e.message);
   c->SendComplete(e.http_status, "application/json", json::ErrorEnvelope(e), h);
 }
 
@@ -500,6 +561,7 @@ Server::~Server() {
 }
 
 Status Server::Start() {
+  listener_.set_log(options_.log);
   Status s = listener_.Open(options_.host, options_.port);
   if (!s.ok()) return s;
   return listener_.Start([this](int fd) { OnAccept(fd); });
@@ -522,6 +584,8 @@ void Server::OnAccept(int fd) {
     h.extra = &extra;
     CountResponse(503);
     net::SendAndClose(fd, BuildResponseHead(h) + body);
+    LogIf(options_.log, LogLevel::kWarn, "rejected",
+          {{"status", 503}, {"reason", "max_connections"}, {"max_connections", options_.max_connections}});
     return;
   }
   if (options_.socket_send_buffer_bytes > 0) {

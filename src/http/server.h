@@ -39,6 +39,14 @@
 // response ("Connection: close"), so health probes are answered while the
 // streams in flight finish; the routes decide what a draining server says.
 //
+// Access log (ServerOptions::log): one "access" record per response, when
+// it is complete (a stream: when it finishes or its connection closes), with
+// method, path (the target without its query), status, body bytes, duration
+// in ms from the request's dispatch, and for an error answer its type and
+// message; "outcome=closed" when the connection went away mid-response.
+// Level: info below 400, warn for 4xx, error for 5xx. A 503 to a connection
+// over max_connections is logged as "rejected" (warn).
+//
 // Protocol switch (WebSocket): Responder::Upgrade writes the 101 head, takes
 // the bytes the reader holds past the request, and gives the net::Connection
 // to a handler made by the caller. The HTTP connection keeps owning both (the
@@ -59,6 +67,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "http/request_reader.h"
@@ -87,6 +96,9 @@ struct ServerOptions {
   int socket_send_buffer_bytes = 0;        // SO_SNDBUF per connection (0: kernel default, autotuned)
   int64_t linger_ms = 2000;                // closing connection: flush + drain at most this
   size_t max_write_per_flush_bytes = 64 << 10;  // per connection per loop iteration (corked sends)
+  // The access log: one record per response (see the file comment); null:
+  // nothing is logged.
+  Logger* log = nullptr;
 };
 
 using PathParams = std::vector<std::pair<std::string, std::string>>;

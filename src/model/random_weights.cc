@@ -193,7 +193,7 @@ bool NamedGpt2Shape(std::string_view name, Gpt2Config* out) {
     c.n_layer = 2;
     c.n_head = 4;
     c.n_embd = 64;
-    c.n_ctx = 128;
+    c.n_ctx = 1024;  // GPT-2's context: prompts as long as the real model's
   } else if (name == "gpt2") {
     c.n_layer = 12;
     c.n_head = 12;

@@ -1,7 +1,7 @@
 // Where `tokenwire serve --backend cpu` gets its GPT-2: a Hugging Face folder
 // (--model DIR), or, without --model, random weights of the "tiny" shape
-// (2 layers, 4 heads, 64 wide, 128 positions, GPT-2's vocabulary) generated
-// at start-up so the server runs with no download.
+// (2 layers, 4 heads, 64 wide; GPT-2's 1024 positions and vocabulary)
+// generated at start-up so the server runs with no download.
 //
 // The random checkpoint is written by WriteRandomGpt2 into a fresh
 // directory under $TMPDIR (else /tmp), loaded with LoadGpt2 (which maps

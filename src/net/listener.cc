@@ -81,6 +81,16 @@ void Listener::Close() {
   fd_ = -1;
 }
 
+void Listener::ReportAcceptError(int err, int64_t pause_ms) {
+  if (log_ != nullptr) {
+    LogIf(log_, LogLevel::kError, "accept_failed",
+          {{"call", "accept4"}, {"errno", err}, {"error", std::strerror(err)}, {"pause_ms", pause_ms}});
+    return;
+  }
+  std::fprintf(stderr, "accept4: %s; pausing accepts for %lld ms\n", std::strerror(err),
+               static_cast<long long>(pause_ms));
+}
+
 void Listener::OnReadable() {
   for (int i = 0; i < kMaxAcceptsPerEvent && fd_ >= 0; ++i) {
     int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -88,8 +98,7 @@ void Listener::OnReadable() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED) continue;  // retry / peer gave up already
       if (errno == EMFILE || errno == ENFILE) {
-        std::fprintf(stderr, "accept4: %s; pausing accepts for %lld ms\n", std::strerror(errno),
-                     static_cast<long long>(kAcceptPauseMs));
+        ReportAcceptError(errno, kAcceptPauseMs);
         loop_->SetFileEventMask(fd_, 0);
         pause_timer_ = loop_->AddTimer(kAcceptPauseMs, [this] {
           pause_timer_ = 0;
@@ -97,7 +106,7 @@ void Listener::OnReadable() {
         });
         return;
       }
-      std::fprintf(stderr, "accept4: %s\n", std::strerror(errno));
+      ReportAcceptError(errno, 0);
       return;
     }
     int one = 1;

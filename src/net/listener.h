@@ -17,6 +17,7 @@
 #include <functional>
 #include <string>
 
+#include "common/log.h"
 #include "common/status.h"
 #include "net/event_loop.h"
 
@@ -42,15 +43,19 @@ class Listener {
   void Close();
   int port() const { return port_; }
   bool is_open() const { return fd_ >= 0; }
+  // Where a failed accept4 is reported (with its errno); null: stderr.
+  void set_log(Logger* log) { log_ = log; }
 
  private:
   void OnReadable();
+  void ReportAcceptError(int err, int64_t pause_ms);
 
   EventLoop* loop_;
   int fd_ = -1;
   int port_ = 0;
   AcceptFn on_accept_;
   EventLoop::TimerId pause_timer_ = 0;
+  Logger* log_ = nullptr;
 };
 
 // Reads and discards whatever the socket has now, sends `bytes` once (both

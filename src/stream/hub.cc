@@ -179,7 +179,11 @@ Stream::AttachResult StreamHub::Attach(const std::shared_ptr<Stream>& s, Subscri
     return r;
   }
   if (r != Stream::AttachResult::kOk) return r;
-  if (after_seq > 0) counters_.resumes_ok++;
+  LogIf(options_.log, LogLevel::kDebug, "attach", {{"stream", s->id()}, {"after", after_seq}});
+  if (after_seq > 0) {
+    counters_.resumes_ok++;
+    e->resumes++;
+  }
   // Stream::Attach refused a cursor beyond the head (kPastHead).
   e->subs.push_back(Sub{sub, after_seq + 1, s->head_seq()});
   sub_index_[sub] = s->id();
@@ -228,7 +232,7 @@ void StreamHub::StartLinger(Entry& e) {
   if (e.linger_timer != 0 || e.stream->finished() || shutting_down_) return;
   if (options_.linger_ms <= 0) {
     counters_.linger_cancels++;
-    CancelGeneration(e);
+    CancelGeneration(e, "linger");
     return;
   }
   std::string id = e.stream->id();
@@ -239,16 +243,55 @@ void StreamHub::StartLinger(Entry& e) {
     en.linger_timer = 0;
     if (en.subs.empty() && !en.stream->finished()) {
       counters_.linger_cancels++;
-      CancelGeneration(en);
+      CancelGeneration(en, "linger");
     }
   });
 }
 
-void StreamHub::CancelGeneration(Entry& e) {
+void StreamHub::CancelGeneration(Entry& e, const char* reason) {
   if (e.cancel_sent || e.stream->finished()) return;
   e.cancel_sent = true;
   e.cancel_at = Clock::now();
+  e.cancel_reason = reason;
+  LogIf(options_.log, LogLevel::kInfo, "cancel", {{"stream", e.stream->id()}, {"reason", reason}});
   producer_->Cancel(e.stream->id());
+}
+
+void StreamHub::EndSlow(Entry& e, size_t index, const ApiError& end) {
+  Subscription* t = e.subs[index].transport;
+  counters_.slow_client_detaches++;
+  e.detaches++;
+  LogIf(options_.log, LogLevel::kInfo, "detach",
+        {{"stream", e.stream->id()},
+         {"reason", "slow_client"},
+         {"policy", PolicyName(e.policy)},
+         {"resume_from", end.resume_from}});
+  RemoveSub(e, index);
+  t->End(end);
+}
+
+void StreamHub::LogOutcome(const Entry& e) {
+  if (options_.log == nullptr || !options_.log->Enabled(LogLevel::kInfo)) return;
+  using Ms = std::chrono::duration<double, std::milli>;
+  const EventPtr last = e.stream->terminal_event();
+  const Clock::time_point first = e.stream->first_token_at();
+  const bool error = last && last->type == EventType::kError;
+  std::string_view error_type;  // absent unless the stream ended with an error event
+  if (error && last->error) error_type = last->error->type();
+  options_.log->Log(
+      LogLevel::kInfo, "stream",
+      {{"stream", e.stream->id()},
+       {"finish_reason", error ? "error" : FinishReasonName(last ? last->finish_reason : FinishReason::kCancelled)},
+       {"error", error_type},
+       {"prompt_tokens", last ? last->prompt_tokens : 0},
+       {"tokens", last ? last->completion_tokens : 0},
+       {"ttft_ms", first == Clock::time_point{} ? std::optional<double>()
+                                                 : Ms(first - e.stream->created()).count()},
+       {"duration_ms", Ms(e.stream->finished_at() - e.stream->created()).count()},
+       {"policy", PolicyName(e.policy)},
+       {"resumes", e.resumes},
+       {"detaches", e.detaches},
+       {"cancel", e.cancel_reason}});
 }
 
 void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit) {
@@ -259,7 +302,7 @@ void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> o
   }
   if (on_exit) e->exit_waiters.push_back(std::move(on_exit));
   if (!e->cancel_sent) counters_.delete_cancels++;
-  CancelGeneration(*e);
+  CancelGeneration(*e, "delete");
 }
 
 void StreamHub::Drain(std::vector<std::shared_ptr<Stream>>& dirty) {
@@ -335,10 +378,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
       ApiError end = SubscriberEnd(ErrorCode::kSlowClient, "subscriber fell behind the resume window",
                                    sub.cursor - 1);
       end.retryable = false;
-      Subscription* t = sub.transport;
-      counters_.slow_client_detaches++;
-      RemoveSub(e, index);
-      t->End(end);
+      EndSlow(e, index, end);
       return false;
     }
     if (batch.empty() && finished) {
@@ -392,10 +432,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
                                  "the client read more slowly than the stream was produced; resume from "
                                  "resume_from",
                                  sub.cursor - 1);
-    Subscription* t = sub.transport;
-    counters_.slow_client_detaches++;
-    RemoveSub(e, index);
-    t->End(end);
+    EndSlow(e, index, end);
     return false;
   }
   return true;
@@ -432,7 +469,7 @@ void StreamHub::ApplyPolicy(Entry& e) {
         it->second.stall_timer = 0;
         if (it->second.paused && !it->second.stream->finished()) {
           counters_.stall_cancels++;
-          CancelGeneration(it->second);
+          CancelGeneration(it->second, "stall");
         }
       });
     }
@@ -453,6 +490,7 @@ void StreamHub::HandleExit(Entry& e) {
   }
   StopTimer(&e.linger_timer);
   StopTimer(&e.stall_timer);
+  LogOutcome(e);
   // Token events nobody ever took: generated for nobody. The outcome is the
   // terminal event's finish reason (an error event counts as "error").
   {
@@ -525,7 +563,7 @@ void StreamHub::BeginShutdown() {
       e.stream->Detach(s.transport);
     }
     PublishDelivered(e);
-    CancelGeneration(e);
+    CancelGeneration(e, "shutdown");
     for (Sub& s : subs) {
       s.transport->End(SubscriberEnd(ErrorCode::kShuttingDown, "the server is shutting down", s.cursor - 1));
     }

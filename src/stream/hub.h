@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "common/log.h"
 #include "stream/producer.h"
 #include "stream/stream.h"
 
@@ -96,6 +97,9 @@ struct HubOptions {
   size_t lab_unbounded_max_bytes = size_t{256} << 20;
   Histogram* cancel_latency_seconds = nullptr;  // cancel wish -> producer exit
   size_t write_batch_events = 64;  // events per subscriber per service (--write-batch-events)
+  // Says each stream's outcome, each slow-client detach and each cancel
+  // (and why); null: nothing is logged.
+  Logger* log = nullptr;
   int stream_interval = 1;         // --stream-interval (also in stream_limits)
   int64_t stream_interval_bound_ms = 10;  // --stream-interval-bound-ms: most a token is held
 };
@@ -242,6 +246,9 @@ class StreamHub {
     uint64_t retain_progress = 0;  // sum of cursors when the retain timer was armed
     bool lab = false;               // a lab policy's stream (Stream::is_lab)
     bool continue_posted = false;   // a capped delivery continues next iteration
+    uint32_t resumes = 0;           // attaches after an event (the outcome's log line)
+    uint32_t detaches = 0;          // subscribers ended as slow clients
+    const char* cancel_reason = nullptr;  // "delete", "linger", "stall", "shutdown"
     std::vector<std::function<void()>> exit_waiters;
   };
 
@@ -261,7 +268,10 @@ class StreamHub {
   void RemoveSub(Entry& e, size_t index);
   void StartLinger(Entry& e);
   void StopTimer(uint64_t* id);
-  void CancelGeneration(Entry& e);
+  void CancelGeneration(Entry& e, const char* reason);
+  // A subscriber ended as a slow client (drop_slow, or out of the window).
+  void EndSlow(Entry& e, size_t index, const ApiError& end);
+  void LogOutcome(const Entry& e);
   void HandleExit(Entry& e);
   void RetainExpired(const std::string& id);
   static uint64_t CursorSum(const Entry& e);

@@ -89,7 +89,7 @@ void Stream::MarkDirtyLocked() {
 }
 
 uint64_t Stream::Append(Event event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return AppendLocked(std::move(event));
 }
 
@@ -103,6 +103,7 @@ uint64_t Stream::AppendLocked(Event event) {
     Histogram* h = first ? m.ttft_seconds : m.inter_token_seconds;
     if (h) h->Observe(std::chrono::duration<double>(now - (first ? created_ : last_token_at_)).count());
     if (m.tokens_generated) m.tokens_generated->Inc();
+    if (first) first_token_at_ = now;
     last_token_at_ = now;
     if (lab_ != nullptr) event.lab_pad_bytes = lab_->pad_bytes;
     // --stream-interval: after the first token (TTFT is never delayed),
@@ -138,12 +139,12 @@ bool Stream::TakeHeld(Clock::time_point now, Clock::duration min_age) {
 }
 
 void Stream::Hold() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   held_ = true;
 }
 
 void Stream::ReleaseHold() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!held_) return;
   held_ = false;
   TrimLocked();
@@ -173,7 +174,7 @@ void Stream::TrimLocked() {
 }
 
 void Stream::Finish(Event event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (finished_) return;
   AppendLocked(std::move(event));
   finished_ = true;
@@ -183,7 +184,7 @@ void Stream::Finish(Event event) {
 
 Stream::AttachResult Stream::Attach(const void* subscriber, uint64_t after_seq,
                                     uint64_t* oldest_available, uint64_t* head) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t oldest = head_seq_ - ring_.size() + 1;  // == head+1 when empty
   if (oldest_available) *oldest_available = oldest;
   if (head) *head = head_seq_;
@@ -199,7 +200,7 @@ Stream::AttachResult Stream::Attach(const void* subscriber, uint64_t after_seq,
 }
 
 size_t Stream::Detach(const void* subscriber) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = std::find(subscribers_.begin(), subscribers_.end(), subscriber);
   if (it != subscribers_.end()) subscribers_.erase(it);
   return subscribers_.size();
@@ -208,7 +209,7 @@ size_t Stream::Detach(const void* subscriber) {
 bool Stream::ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* out,
                       bool* finished) const {
   out->clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (finished) *finished = finished_;
   uint64_t oldest = head_seq_ - ring_.size() + 1;
   if (from < oldest) return false;
@@ -219,40 +220,45 @@ bool Stream::ReadFrom(uint64_t from, size_t max_events, std::vector<EventPtr>* o
 }
 
 uint64_t Stream::head_seq() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return head_seq_;
 }
 uint64_t Stream::oldest_seq() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return head_seq_ - ring_.size() + 1;
 }
 bool Stream::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return finished_;
 }
 bool Stream::producer_exited() const { return finished(); }
 size_t Stream::bytes_held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return bytes_held_;
 }
 size_t Stream::peak_bytes_held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return peak_bytes_held_;
 }
 size_t Stream::event_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return ring_.size();
 }
 size_t Stream::subscriber_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return subscribers_.size();
 }
+Clock::time_point Stream::first_token_at() const {
+  MutexLock lock(mu_);
+  return first_token_at_;
+}
+
 Clock::time_point Stream::finished_at() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return finished_at_;
 }
 EventPtr Stream::terminal_event() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!finished_ || ring_.empty()) return nullptr;
   return ring_.back();
 }
@@ -260,22 +266,22 @@ EventPtr Stream::terminal_event() const {
 void Stream::SetDeliveredThrough(uint64_t seq) {
   delivered_through_.store(seq);
   if (lab_ != nullptr && lab_->keep_untaken_events) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     TrimLocked();
   }
-  std::lock_guard<std::mutex> lock(listener_mu_);
+  MutexLock lock(listener_mu_);
   if (listener_) listener_();
 }
 
 void Stream::SetDeliveryListener(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(listener_mu_);
+  MutexLock lock(listener_mu_);
   listener_ = std::move(fn);
 }
 
 void Notifier::MarkDirty(std::shared_ptr<Stream> s) {
   bool post = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_.push_back(std::move(s));
     if (!scheduled_) scheduled_ = post = true;
   }
@@ -285,7 +291,7 @@ void Notifier::MarkDirty(std::shared_ptr<Stream> s) {
 void Notifier::RunDrain() {
   draining_.clear();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     draining_.swap(pending_);  // both keep their capacity across drains
     scheduled_ = false;
   }

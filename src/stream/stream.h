@@ -45,12 +45,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "stream/event.h"
 
 namespace tw::stream {
@@ -153,6 +153,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   size_t event_count() const;
   size_t subscriber_count() const;
   Clock::time_point finished_at() const;
+  // When the first token event was appended (zero if none yet).
+  Clock::time_point first_token_at() const;
   // The terminal event, or null while the stream runs.
   EventPtr terminal_event() const;
 
@@ -192,10 +194,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::atomic<bool> dirty{false};
 
  private:
-  void MarkDirtyLocked();
-  uint64_t AppendLocked(Event event);
+  void MarkDirtyLocked() TW_REQUIRES(mu_);
+  uint64_t AppendLocked(Event event) TW_REQUIRES(mu_);
   // Evicts the oldest events the limits no longer allow.
-  void TrimLocked();
+  void TrimLocked() TW_REQUIRES(mu_);
   static size_t EventBytes(const Event& e);
 
   const std::string id_;
@@ -204,26 +206,28 @@ class Stream : public std::enable_shared_from_this<Stream> {
   Notifier* const notifier_;
   const Clock::time_point created_;
 
-  mutable std::mutex mu_;
-  // State below is protected by mu_.
-  std::deque<EventPtr> ring_;   // oldest first; at most resume_window_events
-  uint64_t head_seq_ = 0;
-  size_t bytes_held_ = 0;
-  size_t peak_bytes_held_ = 0;
-  bool finished_ = false;
-  bool held_ = false;  // creator hold: TrimLocked evicts nothing
-  Clock::time_point finished_at_{};
-  Clock::time_point last_token_at_{};
-  int tokens_held_ = 0;  // stream_interval: token events not yet announced
-  std::vector<const void*> subscribers_;
+  mutable Mutex mu_;
+  // Oldest first; at most resume_window_events.
+  std::deque<EventPtr> ring_ TW_GUARDED_BY(mu_);
+  uint64_t head_seq_ TW_GUARDED_BY(mu_) = 0;
+  size_t bytes_held_ TW_GUARDED_BY(mu_) = 0;
+  size_t peak_bytes_held_ TW_GUARDED_BY(mu_) = 0;
+  bool finished_ TW_GUARDED_BY(mu_) = false;
+  bool held_ TW_GUARDED_BY(mu_) = false;  // creator hold: TrimLocked evicts nothing
+  Clock::time_point finished_at_ TW_GUARDED_BY(mu_){};
+  Clock::time_point first_token_at_ TW_GUARDED_BY(mu_){};
+  Clock::time_point last_token_at_ TW_GUARDED_BY(mu_){};
+  // stream_interval: token events not yet announced.
+  int tokens_held_ TW_GUARDED_BY(mu_) = 0;
+  std::vector<const void*> subscribers_ TW_GUARDED_BY(mu_);
 
   // stream_interval: when the oldest unannounced token was appended (ns on
   // Clock, 0 = none held); written by the producer, taken by TakeHeld.
   std::atomic<int64_t> held_since_ns_{0};
   std::atomic<uint64_t> delivered_through_{0};
   // Held while the listener runs and while it is replaced (never with mu_).
-  std::mutex listener_mu_;
-  std::function<void()> listener_;  // protected by listener_mu_
+  Mutex listener_mu_;
+  std::function<void()> listener_ TW_GUARDED_BY(listener_mu_);
 };
 
 // Coalesces "this stream has news" from producer threads into one wake-up of
@@ -241,9 +245,9 @@ class Notifier {
   void RunDrain();
   Post post_;
   Drain drain_;
-  std::mutex mu_;
-  std::vector<std::shared_ptr<Stream>> pending_;  // protected by mu_
-  bool scheduled_ = false;                        // protected by mu_
+  Mutex mu_;
+  std::vector<std::shared_ptr<Stream>> pending_ TW_GUARDED_BY(mu_);
+  bool scheduled_ TW_GUARDED_BY(mu_) = false;
   std::vector<std::shared_ptr<Stream>> draining_;  // RunDrain's batch (I/O thread)
 };
 

@@ -31,18 +31,21 @@ namespace tw::testing {
 
 class AppServer {
  public:
-  // `flags`: extra serve flags, e.g. {"--linger-ms", "50"}.
-  explicit AppServer(std::vector<std::string> flags = {}) {
+  // `flags`: extra serve flags, e.g. {"--linger-ms", "50"}. The log says
+  // errors only unless a test asks for more (--log-level); `log_fd` >= 0
+  // sends it there instead of stderr.
+  explicit AppServer(std::vector<std::string> flags = {}, int log_fd = -1) {
     std::vector<std::string> args = {"tokenwire", "serve", "--port", "0", "--backend", "mock",
                                      "--lab", "--mock-ttft-ms", "20", "--mock-tokens-per-s",
                                      "400", "--retain-ms", "200", "--linger-ms", "100",
-                                     "--max-new-tokens", "20000"};
+                                     "--max-new-tokens", "20000", "--log-level", "error"};
     for (auto& f : flags) args.push_back(f);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     api::Config cfg;
     Status s = api::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, &cfg);
     EXPECT_TRUE(s.ok()) << s.message();
+    if (log_fd >= 0) cfg.log_fd = log_fd;
     app_ = std::make_unique<api::App>(cfg);
     s = app_->Init(false);
     EXPECT_TRUE(s.ok()) << s.message();
@@ -65,10 +68,15 @@ class AppServer {
   uint16_t port() const { return static_cast<uint16_t>(app_->port()); }
   api::App* app() { return app_.get(); }
 
+  // A whole request and its answer. The client waits up to 30 s of silence:
+  // a hang still fails, and a sanitizer build on a loaded machine (where a
+  // generation queued behind others may take seconds) does not.
   client::Response Call(const std::string& method, const std::string& target,
                         const std::string& body = "",
                         std::vector<std::pair<std::string, std::string>> headers = {}) {
-    client::HttpClient c;
+    client::ClientOptions co;
+    co.io_timeout_ms = 30000;
+    client::HttpClient c(co);
     client::Response resp;
     EXPECT_OK(c.Connect(port()));
     client::Request req;

@@ -9,32 +9,13 @@
 #include <string>
 
 #include "api/config.h"
+#include "support/source_text.h"
 
 namespace tw::api {
 namespace {
 
-std::string ReadSourceFile(const std::string& relative) {
-  std::ifstream in(std::string(TW_SOURCE_DIR) + "/" + relative, std::ios::binary);
-  EXPECT_TRUE(in.good()) << relative;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Every "--name" (lowercase letters, digits, dashes) that starts a word.
-std::set<std::string> FlagNames(const std::string& text) {
-  std::set<std::string> names;
-  auto word_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
-  for (size_t i = 0; i + 2 < text.size(); ++i) {
-    const bool starts_word = i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n' || text[i - 1] == '`';
-    if (!starts_word || text[i] != '-' || text[i + 1] != '-' || !(text[i + 2] >= 'a' && text[i + 2] <= 'z')) continue;
-    size_t j = i + 2;
-    while (j < text.size() && word_char(text[j])) ++j;
-    names.insert(text.substr(i, j - i));
-    i = j;
-  }
-  return names;
-}
+using ::tw::testing::FlagNames;
+using ::tw::testing::ReadSourceFile;
 
 TEST(DocsTest, FlagsDocIsExactlyTheHelpText) {
   const std::string doc = ReadSourceFile("docs/FLAGS.md");

@@ -28,7 +28,7 @@ TEST(RandomGpt2, NamedShapes) {
   EXPECT_EQ(c.n_layer, 2);
   EXPECT_EQ(c.n_head, 4);
   EXPECT_EQ(c.n_embd, 64);
-  EXPECT_EQ(c.n_ctx, 128);
+  EXPECT_EQ(c.n_ctx, 1024);  // GPT-2's context: the server's default model takes real prompts
   EXPECT_EQ(c.vocab_size, 50257);
   ASSERT_TRUE(NamedGpt2Shape("gpt2", &c));
   EXPECT_EQ(c.n_layer, 12);
@@ -43,7 +43,9 @@ TEST(RandomGpt2, TinyIsDeterministicAndLoads) {
   TempDir a, b, d;
   uint64_t last_done = 0, last_total = 0;
   int calls = 0;
+  // The golden checkpoint's shape: tiny with 128 positions.
   RandomGpt2Options o = Tiny(7);
+  o.config.n_ctx = 128;
   o.chunk_bytes = 64 << 10;
   o.progress = [&](uint64_t done, uint64_t total) {
     EXPECT_GT(done, last_done);
@@ -55,8 +57,10 @@ TEST(RandomGpt2, TinyIsDeterministicAndLoads) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_GT(calls, 100);  // ~13 MB in 64 KiB chunks
   EXPECT_EQ(last_done, last_total);
-  ASSERT_TRUE(WriteRandomGpt2(b.Sub("m"), Tiny(7)).ok());  // other chunk size, same bytes
-  ASSERT_TRUE(WriteRandomGpt2(d.Sub("m"), Tiny(8)).ok());
+  RandomGpt2Options ob = Tiny(7), od = Tiny(8);
+  ob.config.n_ctx = od.config.n_ctx = 128;
+  ASSERT_TRUE(WriteRandomGpt2(b.Sub("m"), ob).ok());  // other chunk size, same bytes
+  ASSERT_TRUE(WriteRandomGpt2(d.Sub("m"), od).ok());
 
   bool ok1 = false, ok2 = false, ok3 = false;
   const std::string m1 = testing::ReadFile(a.Sub("m/model.safetensors"), &ok1);
@@ -132,12 +136,14 @@ TEST(RandomGpt2, ValuesHaveTheDocumentedDistributions) {
   for (float x : floats("h.0.attn.c_attn.bias")) EXPECT_NE(x, 0.0f);
   mean_std(floats("ln_f.bias"), &mean, &sd);
   EXPECT_NEAR(sd, 0.01, 0.004);
-  // The mask buffer is the causal (lower-triangular) mask, like the real file.
+  // The position table and the mask buffer have GPT-2's 1024 positions; the
+  // mask is the causal (lower-triangular) one, like the real file's.
+  EXPECT_EQ(floats("wpe.weight").size(), 1024u * 64u);
   std::vector<float> mask = floats("h.1.attn.bias");
-  ASSERT_EQ(mask.size(), 128u * 128u);
-  for (int r = 0; r < 128; r++) {
-    for (int c = 0; c < 128; c++) {
-      ASSERT_EQ(mask[r * 128 + c], c <= r ? 1.0f : 0.0f) << r << "," << c;
+  ASSERT_EQ(mask.size(), 1024u * 1024u);
+  for (int r = 0; r < 1024; r++) {
+    for (int c = 0; c < 1024; c++) {
+      ASSERT_EQ(mask[r * 1024 + c], c <= r ? 1.0f : 0.0f) << r << "," << c;
     }
   }
 }
