@@ -9,6 +9,23 @@
 
 namespace tw::model {
 
+namespace {
+
+// A model id travels as one path segment (GET /v1/models/{id}) and inside
+// JSON strings unescaped: what --served-model-name allows (letters, digits,
+// . _ - :, at most 128), every other byte of the folder's name becoming '-'.
+std::string ModelIdFromFolderName(const std::string& folder) {
+  std::string id = folder.substr(0, 128);
+  for (char& c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-' || c == ':';
+    if (!ok) c = '-';
+  }
+  return id;
+}
+
+}  // namespace
+
 Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Model>* out,
                            std::string* name) {
   std::unique_ptr<Gpt2Model> m;
@@ -18,7 +35,7 @@ Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Mod
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     size_t slash = base.rfind('/');
     if (slash != std::string::npos) base = base.substr(slash + 1);
-    *name = base.empty() || base == "." ? "gpt2" : base;
+    *name = base.empty() || base == "." ? "gpt2" : ModelIdFromFolderName(base);
     *out = std::move(m);
     return Status::Ok();
   }

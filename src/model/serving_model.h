@@ -22,8 +22,10 @@
 namespace tw::model {
 
 // Loads `dir` if non-empty, else builds the random tiny model. *name is
-// "gpt2" for a folder (the folder's base name if it has one) and
-// "gpt2-random-tiny" for random weights.
+// the folder's base name for a folder ("gpt2" if it has none), with every
+// byte outside letters, digits and . _ - : replaced by '-' and at most 128
+// bytes kept (an id must be one URL path segment), and "gpt2-random-tiny"
+// for random weights.
 Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Model>* out,
                            std::string* name);
 

@@ -100,6 +100,15 @@ TEST(ServedModelName, DefaultsToTheModelFoldersName) {
     EXPECT_EQ(Complete(srv, "gpt2", &c), 404);
     ExpectModelNotFound(c);
   }
+  // A folder name that cannot be an id (a space, a non-ASCII letter) gives
+  // one that can, which GET /v1/models/{id} finds.
+  const std::string odd = dir.Sub("my gpt2 \xc3\xa9");
+  ASSERT_EQ(::symlink(testing::DataPath("golden/tiny-gpt2").c_str(), odd.c_str()), 0);
+  {
+    AppServer srv({"--backend", "cpu", "--model", odd, "--threads", "1", "--max-batch", "2"});
+    EXPECT_EQ(ListedIds(srv), std::vector<std::string>{"my-gpt2---"});
+    EXPECT_EQ(srv.Call("GET", "/v1/models/my-gpt2---").head.status, 200);
+  }
   // --served-model-name wins over the folder's name.
   AppServer named({"--backend", "cpu", "--model", folder, "--threads", "1", "--max-batch", "2",
                    "--served-model-name", "small"});
