@@ -6,7 +6,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/app_fixture.h"
@@ -168,6 +170,35 @@ TEST(Logging, WarnLevelLeavesOutInfoRecords) {
   for (const std::string& line : log.Lines()) {
     EXPECT_EQ(line.find(" info "), std::string::npos) << line;
   }
+}
+
+// --log-buffer-bytes: a stderr nobody reads (a pipe, 64 KiB in the kernel)
+// fills; the server goes on answering, and what did not fit is dropped and
+// counted in /metrics.
+TEST(Logging, AFullLogBufferDropsAndCountsRecordsAndBlocksNothing) {
+  LogPipe log;
+  AppServer srv({"--log-level", "info", "--log-buffer-bytes", "4096"}, log.write_fd());
+  const int kRequests = 1500;  // ~100 bytes of access record each: past pipe + buffer
+  int ok = 0;
+  for (int i = 0; i < kRequests; i++) ok += srv.Call("GET", "/healthz").head.status == 200;
+  EXPECT_EQ(ok, kRequests);
+  const std::string m = srv.Call("GET", "/metrics").body;
+  const std::string name = "\ntokenwire_log_lines_dropped_total ";
+  const size_t at = m.find(name);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stoll(m.substr(at + name.size())), 0);
+  // The logger's thread waits on the full pipe: read it while the server
+  // stops, so its last records can be written.
+  std::atomic<bool> stopped{false};
+  std::thread reader([&] {
+    while (!stopped.load()) {
+      log.Lines();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  srv.Stop();
+  stopped = true;
+  reader.join();
 }
 
 TEST(Logging, ASlowClientsDetachIsLogged) {
