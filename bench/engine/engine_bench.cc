@@ -18,12 +18,16 @@
 //                0): time from a client's close (FIN, RST) after k tokens to
 //                the release of its KV blocks, and tokens generated per token
 //                read by the abandoned stream.
+//   prefix       32 requests sharing a 400-token prefix, the prefix cache off
+//                vs on: TTFT p50/p99 of the requests after the first, total
+//                time; and 32 distinct prompts (0 % hits): the cache's cost.
 //
-// Usage: engine_bench --exp overlap|joiners|slow_readers|disconnects [--model DIR]
+// Usage: engine_bench --exp overlap|joiners|slow_readers|disconnects|prefix [--model DIR]
 //        [--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json [--command "..."]
 //        engine_bench --render-only DIR
 // --streams N (repeatable) runs the overlap experiment at those stream counts only (profiling);
-// --rounds N (default 3) sets its alternating (concurrent, back to back) rounds per count.
+// --rounds N (default 3) sets the overlap's alternating (concurrent, back to back) rounds per
+// count, and the prefix experiment's rounds of each setting.
 // Without --model the random tiny model is used (labelled in the output).
 // Writes one JSON document in the bench convention (bench, title, command,
 // machine, date, mode, loadavg_start/end, model, columns, rows, notes,
@@ -146,8 +150,9 @@ struct Ctx {
   tokenizer::Tokenizer tok;
 };
 
-std::unique_ptr<engine::Engine> MakeEngine(Ctx& c, int max_batch, int threads) {
+std::unique_ptr<engine::Engine> MakeEngine(Ctx& c, int max_batch, int threads, bool prefix_cache = true) {
   engine::EngineOptions o;
+  o.prefix_cache = prefix_cache;
   o.max_batch = max_batch;
   o.threads = threads;
   o.max_waiting = 1024;
@@ -430,6 +435,193 @@ std::vector<Row> Joiners(Ctx& c, const Args& a, Report* rep) {
                        std::to_string(long_new) + " new tokens each) decode; expected TTFT = up to one "
                        "background step (waiting for the step in progress) + own prefill, i.e. about the "
                        "idle TTFT + one step; excess_over_idle_in_steps is (joiner p50 - idle p50) / step p50.");
+  return rows;
+}
+
+// ---- prefix ------------------------------------------------------------------
+//
+// 32 requests whose prompts share a 400-token prefix (distinct 20-token
+// suffixes): the first alone, and once its first token is out (its prefix
+// is in the KV cache) the other 31 at once. Cache off vs on, each round on a
+// fresh engine, the rounds alternating. The same with 32 wholly distinct
+// prompts (no prefix to find) measures what the cache's bookkeeping costs.
+
+constexpr int kPrefixRequests = 32, kPrefixShared = 400, kPrefixSuffix = 20, kPrefixNewTokens = 16;
+
+struct PrefixRun {
+  std::vector<double> later_ttft_ms;  // requests 2..32, from their arrival
+  double first_ttft_ms = 0, total_s = 0;
+  uint64_t hits = 0, queries = 0;
+};
+
+PrefixRun RunPrefix(Ctx& c, const Args& a, Stamper& st, bool cache, bool shared, int round) {
+  auto e = MakeEngine(c, kPrefixRequests, a.threads, cache);
+  const std::string tag = std::string(shared ? "sh" : "di") + (cache ? "on" : "off") + std::to_string(round) + "_";
+  auto request = [&](int i) {
+    // The shared prefix is the same for every request (and every round: each
+    // round starts on a fresh engine); suffixes and distinct prompts differ.
+    backend::GenerationRequest r = Prompt(5000 + i, kPrefixShared + kPrefixSuffix, kPrefixNewTokens);
+    if (shared) {
+      backend::GenerationRequest p = Prompt(1, kPrefixShared, 0);
+      std::copy(p.prompt_tokens.begin(), p.prompt_tokens.end(), r.prompt_tokens.begin());
+    }
+    return r;
+  };
+  PrefixRun run;
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  std::vector<Clock::time_point> arrivals;
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < kPrefixRequests; i++) {
+    backend::GenerationRequest r = request(i);
+    streams.push_back(st.NewStream(tag + std::to_string(i)));
+    r.arrival = Clock::now();
+    arrivals.push_back(r.arrival);
+    e->Submit(streams.back(), r, nullptr);
+    if (i == 0) {
+      while (TokenEvents(*streams[0]) < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  for (auto& s : streams) WaitExited(*s);
+  run.total_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (int i = 0; i < kPrefixRequests; i++) {
+    const double ttft = Ms(st.Times(*streams[i], 1)[0] - arrivals[i]);
+    if (i == 0) {
+      run.first_ttft_ms = ttft;
+    } else {
+      run.later_ttft_ms.push_back(ttft);
+    }
+  }
+  const engine::EngineStats es = e->stats();
+  run.hits = es.prefix_cache_hits;
+  run.queries = es.prefix_cache_queries;
+  return run;
+}
+
+// The cache's bookkeeping for one request of the distinct scenario, timed
+// alone (microseconds, median of 50 rounds of 32 requests): the prefix walk
+// that misses, the reservation, caching its full blocks, the release — what
+// the engine adds per request when nothing is shared. (The end-to-end
+// comparison below is too noisy on a shared machine to show microseconds.)
+double BookkeepingUsPerRequest() {
+  const int bs = 16, len = kPrefixShared + kPrefixSuffix;
+  const int blocks = engine::BlocksFor(len + kPrefixNewTokens - 1, bs);
+  engine::BlockPool pool(kPrefixRequests * blocks, bs, true);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < kPrefixRequests; i++) prompts.push_back(Prompt(9000 + i, len, 0).prompt_tokens);
+  std::vector<double> us;
+  std::vector<int32_t> table;
+  std::vector<uint64_t> hashes;
+  for (int round = 0; round < 50; round++) {
+    const Clock::time_point t0 = Clock::now();
+    std::vector<std::vector<int32_t>> tables(kPrefixRequests);
+    for (int i = 0; i < kPrefixRequests; i++) {
+      std::vector<int32_t>& t = tables[i];
+      hashes.clear();
+      const int shared = pool.AcquirePrefix(prompts[i].data(), (len - 1) / bs, &t, &hashes);
+      if (!pool.Alloc(blocks - shared, &t)) std::abort();
+      uint64_t h = hashes.empty() ? engine::BlockPool::kRootHash : hashes.back();
+      for (int k = shared; k < len / bs; k++) {
+        h = pool.ChainHash(h, prompts[i].data() + static_cast<size_t>(k) * bs);
+        pool.Register(t[k], k == 0 ? -1 : t[k - 1], h, prompts[i].data() + static_cast<size_t>(k) * bs, true);
+      }
+    }
+    for (auto& t : tables) {
+      if (!pool.Release(t).ok()) std::abort();
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kPrefixRequests);
+    // Next round: other prompts, so that every walk misses and every
+    // admission evicts (the pool is full of the last round's blocks).
+    for (auto& p : prompts) p[0] = (p[0] + 1) % 50000;
+  }
+  return Pct(us, 50);
+}
+
+std::vector<Row> Prefix(Ctx& c, const Args& a, Report* rep) {
+  if (c.model->config().n_ctx < kPrefixShared + kPrefixSuffix + kPrefixNewTokens) {
+    std::fprintf(stderr, "prefix: the model has %d positions, the scenario needs %d\n", c.model->config().n_ctx,
+                 kPrefixShared + kPrefixSuffix + kPrefixNewTokens);
+    std::exit(1);
+  }
+  Stamper st;
+  // [scenario][cache] -> one run per round.
+  std::map<std::pair<std::string, std::string>, std::vector<PrefixRun>> runs;
+  std::vector<Row> rows;
+  auto row_of = [](const std::string& scenario, const std::string& cache, const std::string& round,
+                   double p50, double p99, double first, double total, double hits) {
+    Row row;
+    row.str = {{"scenario", scenario}, {"prefix_cache", cache}, {"round", round}};
+    row.num = {{"later_ttft_p50_ms", p50},
+               {"later_ttft_p99_ms", p99},
+               {"first_ttft_ms", first},
+               {"total_s", total},
+               {"completion_tokens_per_s", kPrefixRequests * kPrefixNewTokens / total},
+               {"prefix_hit_tokens", hits}};
+    return row;
+  };
+  for (int round = 1; round <= a.rounds; round++) {
+    for (bool shared : {true, false}) {
+      // Alternate which setting goes first, so neither always runs warmer.
+      for (bool cache : round % 2 == 1 ? std::vector<bool>{false, true} : std::vector<bool>{true, false}) {
+        PrefixRun r = RunPrefix(c, a, st, cache, shared, round);
+        const std::string scenario = shared ? "shared_prefix" : "distinct";
+        const std::string setting = cache ? "on" : "off";
+        rows.push_back(row_of(scenario, setting, std::to_string(round), Pct(r.later_ttft_ms, 50),
+                              Pct(r.later_ttft_ms, 99), r.first_ttft_ms, r.total_s, static_cast<double>(r.hits)));
+        std::fprintf(stderr, "prefix %s cache %s round %d: later TTFT p50 %.1f ms p99 %.1f ms, total %.2f s, %llu hit tokens\n",
+                     scenario.c_str(), setting.c_str(), round, Pct(r.later_ttft_ms, 50), Pct(r.later_ttft_ms, 99),
+                     r.total_s, static_cast<unsigned long long>(r.hits));
+        runs[{scenario, setting}].push_back(std::move(r));
+      }
+    }
+  }
+  // Medians over the rounds, and the ratios off / on.
+  auto median = [](const std::vector<PrefixRun>& v, auto f) {
+    std::vector<double> x;
+    for (const PrefixRun& r : v) x.push_back(f(r));
+    return Pct(x, 50);
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<double>> med;  // p50, p99, first, total, hits
+  for (auto& [key, v] : runs) {
+    med[key] = {median(v, [](const PrefixRun& r) { return Pct(r.later_ttft_ms, 50); }),
+                median(v, [](const PrefixRun& r) { return Pct(r.later_ttft_ms, 99); }),
+                median(v, [](const PrefixRun& r) { return r.first_ttft_ms; }),
+                median(v, [](const PrefixRun& r) { return r.total_s; }),
+                median(v, [](const PrefixRun& r) { return static_cast<double>(r.hits); })};
+    const std::vector<double>& m = med[key];
+    rows.push_back(row_of(key.first, key.second, "median", m[0], m[1], m[2], m[3], m[4]));
+  }
+  const double book_us = BookkeepingUsPerRequest();
+  std::fprintf(stderr, "prefix: bookkeeping %.1f us per request\n", book_us);
+  char buf[1024];
+  const auto& so = med[{"shared_prefix", "off"}];
+  const auto& sn = med[{"shared_prefix", "on"}];
+  const auto& dof = med[{"distinct", "off"}];
+  const auto& dn = med[{"distinct", "on"}];
+  std::snprintf(buf, sizeof buf,
+                "Shared prefix, medians of %d rounds, off / on measured side by side: later requests' TTFT p50 "
+                "%.1f ms off, %.1f ms on (%.1fx lower with the cache; target >= 5x), p99 %.1f / %.1f ms; all 32 "
+                "done in %.2f s off, %.2f s on (%.1fx less; target >= 3x). No prefix shared (0%% hits): total "
+                "%.2f s off, %.2f s on (on / off = %.3f), later TTFT p50 %.1f / %.1f ms: the bookkeeping's cost.",
+                a.rounds, so[0], sn[0], so[0] / sn[0], so[1], sn[1], so[3], sn[3], so[3] / sn[3], dof[3], dn[3],
+                dn[3] / dof[3], dof[0], dn[0]);
+  rep->notes.push_back(buf);
+  std::snprintf(buf, sizeof buf,
+                "The bookkeeping timed alone (a missing prefix walk, the reservation, caching the prompt's %d full "
+                "blocks, the release; median of 50 rounds of %d requests whose walks all miss and whose admissions "
+                "all evict): %.1f us per request, against %.0f ms of prefill and decode per request in the distinct "
+                "run with the cache off (its total / %d): %.5f %% of it.",
+                (kPrefixShared + kPrefixSuffix) / 16, kPrefixRequests, book_us, dof[3] * 1000 / kPrefixRequests,
+                kPrefixRequests, 100 * book_us / (dof[3] * 1e6 / kPrefixRequests));
+  rep->notes.push_back(buf);
+  std::snprintf(buf, sizeof buf,
+                "Each request: %d prompt tokens (%d shared + %d distinct, or %d distinct), %d new tokens, greedy. "
+                "The first request is submitted alone; the other %d at once when its first token is out. TTFT is "
+                "from each request's arrival to its first token event; total is from the first submit to the "
+                "last stream's end. Each run on a fresh engine (max batch 32, prefill passes of 64 tokens, "
+                "--block-size 16); settings alternate which runs first each round.",
+                kPrefixShared + kPrefixSuffix, kPrefixShared, kPrefixSuffix, kPrefixShared + kPrefixSuffix,
+                kPrefixNewTokens, kPrefixRequests - 1);
+  rep->notes.push_back(buf);
   return rows;
 }
 
@@ -907,9 +1099,38 @@ std::vector<Chart> SlowReadersCharts(const ResultTable& t) {
            bench::RenderLineChart(done)}};
 }
 
+std::vector<Chart> PrefixCharts(const ResultTable& t) {
+  bench::LineChart ttft, total;
+  ttft.title = "Later requests' TTFT p50, shared 400-token prefix and none, cache off vs on";
+  total.title = "Time for all 32 requests, shared 400-token prefix and none, cache off vs on";
+  for (bench::LineChart* ch : {&ttft, &total}) {
+    ch->x_axis.label = "round (settings alternate; each run on a fresh engine)";
+    ch->x_axis.integer = true;
+    ch->y_axis.log_scale = true;
+  }
+  ttft.y_axis.label = "TTFT p50 of requests 2..32 (ms)";
+  total.y_axis.label = "first submit to last stream done (s)";
+  for (const char* scenario : {"shared_prefix", "distinct"}) {
+    for (const char* cache : {"off", "on"}) {
+      auto of = [&t, scenario, cache](size_t r) {
+        return t.Str(r, "scenario") == scenario && t.Str(r, "prefix_cache") == cache && t.Str(r, "round") != "median";
+      };
+      auto round = [&t](size_t r) { return std::atof(t.Str(r, "round").c_str()); };
+      const std::string name = std::string(scenario == std::string("distinct") ? "no shared prefix" : "shared prefix") +
+                               ", cache " + cache;
+      ttft.series.push_back(SeriesOf(t, name, of, round, [&t](size_t r) { return t.Num(r, "later_ttft_p50_ms"); }));
+      total.series.push_back(SeriesOf(t, name, of, round, [&t](size_t r) { return t.Num(r, "total_s"); }));
+    }
+  }
+  return {{"ttft", "TTFT p50 of the 31 requests after the first, per round, cache off and on",
+           bench::RenderLineChart(ttft)},
+          {"total", "time for all 32 requests, per round, cache off and on", bench::RenderLineChart(total)}};
+}
+
 std::vector<Chart> ChartsFor(const std::string& exp, const json::Value& doc) {
   const ResultTable t(doc);
   if (exp == "overlap") return OverlapCharts(t);
+  if (exp == "prefix") return PrefixCharts(t);
   if (exp == "joiners") return JoinersCharts(t);
   if (exp == "slow_readers") return SlowReadersCharts(t);
   return DisconnectsCharts(t);
@@ -962,7 +1183,7 @@ bool WriteCharts(const std::string& dir, const std::string& bench_name, const st
 // there is. Exit status 0, or 1 if a file cannot be read, parsed or written.
 int RenderOnly(const std::string& dir) {
   int found = 0;
-  for (const char* exp : {"overlap", "joiners", "slow_readers", "disconnects"}) {
+  for (const char* exp : {"overlap", "joiners", "slow_readers", "disconnects", "prefix"}) {
     const std::string bench_name = std::string("engine-") + exp;
     const std::string path = dir + "/" + bench_name + ".json";
     std::ifstream in(path, std::ios::binary);
@@ -1012,8 +1233,8 @@ int main(int argc, char** argv) {
     }
   }
   if (a.out.empty() || (a.exp != "overlap" && a.exp != "joiners" && a.exp != "disconnects" &&
-                         a.exp != "slow_readers")) {
-    std::fprintf(stderr, "usage: engine_bench --exp overlap|joiners|slow_readers|disconnects [--model DIR] "
+                         a.exp != "slow_readers" && a.exp != "prefix")) {
+    std::fprintf(stderr, "usage: engine_bench --exp overlap|joiners|slow_readers|disconnects|prefix [--model DIR] "
                          "[--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json "
                          "[--command \"...\"]\n"
                          "       engine_bench --render-only DIR   (redraw the charts of DIR/engine-*.json)\n");
@@ -1045,6 +1266,9 @@ int main(int argc, char** argv) {
   } else if (a.exp == "joiners") {
     rows = Joiners(c, a, &rep);
     title = "Engine joiners: TTFT of requests arriving while long streams run";
+  } else if (a.exp == "prefix") {
+    rows = Prefix(c, a, &rep);
+    title = "Engine prefix cache: 32 requests sharing a 400-token prefix, cache off vs on";
   } else if (a.exp == "slow_readers") {
     rows = SlowReaders(c, a, &rep);
     title = "Engine slow readers: healthy streams, KV release and memory per policy";

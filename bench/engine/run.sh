@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Engine benchmarks: overlap, joiners, slow readers, disconnects; then
+# Engine benchmarks: overlap, joiners, slow readers, disconnects, prefix; then
 # build/bench/render rewrites RESULTS.md from bench/results/.
 #
 #   bash bench/engine/run.sh                 quick: the random tiny model
@@ -58,7 +58,7 @@ CMD="$CMD --threads $THREADS"
 LABEL="quick: tiny model"
 [ -n "$FULL" ] && LABEL="full: GPT-2-small shape"
 mkdir -p bench/results
-for EXP in ${EXPS:-overlap joiners slow_readers disconnects}; do
+for EXP in ${EXPS:-overlap joiners slow_readers disconnects prefix}; do
   echo "== engine $EXP ($LABEL)"
   "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" $QUICK_ARG \
     --command "$CMD" --out "bench/results/engine-$EXP.json" > /dev/null

@@ -284,6 +284,7 @@ void App::LogStartup() {
              {"cpu_kernels", b.kind == "cpu" ? cpu::IsaName(cpu::ActiveIsa()) : nullptr},
              {"tokens_per_s", engine ? std::nullopt : std::optional<double>(config_.mock_tokens_per_s)},
              {"ttft_ms", when(!engine, config_.mock_ttft_ms)},
+             {"prefix_cache", engine ? (config_.prefix_cache ? "on" : "off") : nullptr},
              {"policy", config_.policy},
              {"prep_threads", config_.prep_threads},
              {"max_connections", config_.max_connections},

@@ -60,6 +60,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.max_batch = static_cast<int>(config.max_batch);
   eo.prefill_batch_tokens = static_cast<int>(config.prefill_batch_tokens);
   eo.num_kv_blocks = static_cast<int>(config.kv_blocks);
+  eo.prefix_cache = config.prefix_cache;
   eo.block_size_tokens = static_cast<int>(config.block_size);
   eo.max_waiting = static_cast<int>(config.max_waiting);
   eo.threads = config.threads > 0 ? config.threads : cpu::ThreadPool::HardwareThreads();

@@ -205,6 +205,9 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
     } else if (name == "--cuda-matmul") {
       if (v != "fp32" && v != "3xtf32") return Status::Error("--cuda-matmul: fp32 or 3xtf32, got '" + std::string(v) + "'");
       cfg->cuda_matmul = v;
+    } else if (name == "--prefix-cache") {
+      if (v != "on" && v != "off") return Status::Error("--prefix-cache: on or off, got '" + std::string(v) + "'");
+      cfg->prefix_cache = v == "on";
     } else if (name == "--log-level") {
       LogLevel level;
       if (!ParseLogLevel(v, &level)) {
@@ -256,6 +259,9 @@ std::string ServeHelp() {
       "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
       "  --cuda-matmul P             cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"
       "                              (tensor cores, fp32-level accuracy); default " + d.cuda_matmul + "\n"
+      "  --prefix-cache on|off       cpu/cuda: a prompt's longest cached prefix (whole KV blocks) is\n"
+      "                              shared, not prefilled again; blocks stay cached until evicted\n"
+      "                              (least recently used); default " + (d.prefix_cache ? "on" : "off") + "\n"
       "  --host ADDR                 default " + d.host + "\n"
       "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
       "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"

@@ -44,6 +44,7 @@ struct Config {
   int64_t prefill_batch_tokens = 64;  // prompts admitted together share passes of up to this many tokens
   int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
   int64_t block_size = 16;
+  bool prefix_cache = true;     // --prefix-cache on|off: share cached prompt-prefix KV blocks
   int64_t max_waiting = 64;
   int64_t prep_threads = 1;      // request parsing + tokenizing, off the loop
   int64_t max_prep_queue = 256;  // requests waiting for a prep thread

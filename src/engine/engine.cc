@@ -33,9 +33,15 @@ struct Engine::Sequence {
   std::string id;
   std::shared_ptr<stream::Stream> stream;
   backend::GenerationRequest request;
-  std::vector<int32_t> model_prompt;  // what is prefilled ([eos] for an empty prompt)
+  // The tokens whose K/V the cache holds or will hold: the prompt ([eos]
+  // for an empty one), then each token fed back by a decode.
+  std::vector<int32_t> kv_tokens;
+  int prompt_len = 0;                 // kv_tokens[0, prompt_len) is what is prefilled
   SamplingRow sampling;               // counter = produced when drawing
   std::vector<int32_t> block_table;   // reserved at admission, released by Retire
+  std::vector<uint64_t> block_hashes; // chain hash of each full block so far (BlockPool)
+  int shared_blocks = 0;              // block_table[0, shared_blocks) came from the prefix cache
+  int pending_end = 0;                // blocks [shared_blocks, pending_end) cached at admission, before the prefill
   int cached = 0;                     // tokens whose K/V the runner holds
   int blocks_needed = 0;
   bool admitted = false;   // blocks reserved, prefill started
@@ -91,7 +97,7 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   if (o.eos_token_id < 0) o.eos_token_id = shape.eos_token_id;
 
   std::unique_ptr<Engine> e(new Engine(std::move(runner), tokenizer, o));
-  e->alloc_ = std::make_unique<BlockAllocator>(o.num_kv_blocks);
+  e->pool_ = std::make_unique<BlockPool>(o.num_kv_blocks, o.block_size_tokens, o.prefix_cache);
   e->tokens_.assign(static_cast<size_t>(o.max_batch), 0);
   StepScratch& sc = e->scratch_;
   sc.admitted.reserve(o.max_batch);
@@ -123,6 +129,12 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
     e->m_.waiting = r->AddGauge("engine_waiting", "Requests waiting for a batch slot or KV blocks.");
     e->m_.double_releases = r->AddCounter("kv_double_releases_total",
                                           "Detected second releases of a sequence's KV blocks (a bug).");
+    e->m_.kv_blocks_cached = r->AddGauge("kv_blocks_cached",
+                                         "KV cache blocks holding a cached prefix (shared or evictable).");
+    e->m_.prefix_queries = r->AddCounter("prefix_cache_queries_total",
+                                         "Prompt tokens looked up in the prefix cache at admission.");
+    e->m_.prefix_hits = r->AddCounter("prefix_cache_hits_total",
+                                      "Prompt tokens found in the prefix cache at admission (not prefilled again).");
     if (e->m_.kv_blocks_free) e->m_.kv_blocks_free->Set(o.num_kv_blocks);
   }
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
@@ -199,8 +211,10 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
   }
   uint64_t seed = request.has_seed ? request.seed : options_.unseeded_base + next_unseeded_++;
   auto seq = std::make_unique<Sequence>(std::move(stream), std::move(request), seed);
-  seq->model_prompt = seq->request.prompt_tokens;
-  if (seq->model_prompt.empty()) seq->model_prompt.push_back(eos_);  // GPT-2's <|endoftext|> as BOS
+  seq->kv_tokens.reserve(static_cast<size_t>(positions));
+  seq->kv_tokens = seq->request.prompt_tokens;
+  if (seq->kv_tokens.empty()) seq->kv_tokens.push_back(eos_);  // GPT-2's <|endoftext|> as BOS
+  seq->prompt_len = static_cast<int>(seq->kv_tokens.size());
   seq->blocks_needed = need;
   std::string id = seq->id;
   inbox_.push_back(Command{Command::Kind::kSubmit, std::move(id), std::move(seq)});
@@ -258,6 +272,10 @@ void Engine::Stats(std::vector<backend::StatField>* out) const {
   field("prefill_passes", static_cast<int64_t>(s.prefill_passes));
   field("tokens_generated", static_cast<int64_t>(s.tokens_generated));
   field("reader_waits", static_cast<int64_t>(s.reader_waits));
+  field("kv_blocks_cached", s.kv_blocks_cached);
+  field("prefix_cache_queries", static_cast<int64_t>(s.prefix_cache_queries));
+  field("prefix_cache_hits", static_cast<int64_t>(s.prefix_cache_hits));
+  field("prefix_cache", options_.prefix_cache ? 1 : 0);
   field("max_batch", options_.max_batch);
   field("prefill_batch_tokens", options_.prefill_batch_tokens);
   field("block_size", options_.block_size_tokens);
@@ -335,7 +353,7 @@ void Engine::ReleaseBlocks(Sequence& s) {
     return;
   }
   s.released = true;
-  Status st = alloc_->Free(s.block_table);
+  Status st = pool_->Release(s.block_table);
   if (!st.ok()) {
     counters_.double_releases++;
     if (m_.double_releases) m_.double_releases->Inc();
@@ -343,6 +361,7 @@ void Engine::ReleaseBlocks(Sequence& s) {
   }
   counters_.releases++;
   s.block_table.clear();
+  s.block_hashes.clear();
   s.cached = 0;
 }
 
@@ -370,7 +389,7 @@ void Engine::Admit() {
     if (!p || p->done || p->paused) continue;
     if (live >= options_.max_batch) break;
     Sequence& s = *p;
-    if (!alloc_->Alloc(s.blocks_needed, &s.block_table)) break;  // strict arrival order
+    if (!Reserve(s)) break;  // strict arrival order
     s.admitted = true;
     live++;
     {
@@ -382,12 +401,15 @@ void Engine::Admit() {
     admitted.push_back(&s);
     running_.push_back(std::move(p));  // leaves a null in waiting_, removed by Compact()
   }
+  // A sequence sharing blocks that an earlier one of this step is still to
+  // prefill starts a later pass than that one's.
   const int budget = std::max(1, std::min(options_.prefill_batch_tokens, options_.max_prefill_chunk_tokens));
   for (size_t i = 0; i < admitted.size();) {
     size_t j = i;
     int tokens = 0;
-    while (j < admitted.size() && (j == i || tokens + PromptLen(*admitted[j]) <= budget)) {
-      tokens += PromptLen(*admitted[j]);
+    while (j < admitted.size() &&
+           (j == i || (tokens + ToPrefill(*admitted[j]) <= budget && SharedReady(*admitted[j])))) {
+      tokens += ToPrefill(*admitted[j]);
       j++;
     }
     Prefill(admitted.data() + i, static_cast<int>(j - i));
@@ -395,7 +417,67 @@ void Engine::Admit() {
   }
 }
 
-int Engine::PromptLen(const Sequence& s) { return static_cast<int>(s.model_prompt.size()); }
+int Engine::ToPrefill(const Sequence& s) { return s.prompt_len - s.cached; }
+
+int Engine::MaxSharedBlocks(const Sequence& s) const {
+  // Whole blocks only, and never the prompt's last token: its logits are
+  // what the prefill is for (and a shared block is never written).
+  return options_.prefix_cache ? (s.prompt_len - 1) / options_.block_size_tokens : 0;
+}
+
+bool Engine::Reserve(Sequence& s) {
+  s.block_table.clear();
+  s.block_hashes.clear();
+  const int shared = pool_->AcquirePrefix(s.kv_tokens.data(), MaxSharedBlocks(s), &s.block_table, &s.block_hashes);
+  if (!pool_->Alloc(s.blocks_needed - shared, &s.block_table)) {
+    Status st = pool_->Release(s.block_table);
+    if (!st.ok()) ReportBug(s, "returning the shared blocks of an admission that did not fit failed", st.message());
+    s.block_table.clear();
+    s.block_hashes.clear();
+    return false;
+  }
+  s.shared_blocks = shared;
+  s.cached = shared * options_.block_size_tokens;
+  if (options_.prefix_cache) {
+    counters_.prefix_cache_queries += static_cast<uint64_t>(s.prompt_len);
+    counters_.prefix_cache_hits += static_cast<uint64_t>(s.cached);
+    if (m_.prefix_queries) m_.prefix_queries->Inc(s.prompt_len);
+    if (m_.prefix_hits) m_.prefix_hits->Inc(s.cached);
+  }
+  // The prompt's own full blocks are cached now, before they are written,
+  // so that an identical prefix admitted in this step shares them.
+  CacheFullBlocks(s, s.prompt_len / options_.block_size_tokens, /*ready=*/false);
+  s.pending_end = std::max(s.shared_blocks, static_cast<int>(s.block_hashes.size()));
+  return true;
+}
+
+void Engine::CacheFullBlocks(Sequence& s, int full_blocks, bool ready) {
+  if (!options_.prefix_cache) return;
+  const int bs = options_.block_size_tokens;
+  for (int k = static_cast<int>(s.block_hashes.size()); k < full_blocks; k++) {
+    const int32_t* tokens = s.kv_tokens.data() + static_cast<size_t>(k) * bs;
+    const uint64_t h = pool_->ChainHash(k == 0 ? BlockPool::kRootHash : s.block_hashes[k - 1], tokens);
+    s.block_hashes.push_back(h);
+    const int32_t own = s.block_table[k];
+    const int32_t twin = pool_->Register(own, k == 0 ? -1 : s.block_table[k - 1], h, tokens, ready);
+    if (twin == own || !ready || !pool_->IsReady(twin)) continue;
+    // The same tokens after the same blocks are cached already (computed by
+    // another sequence, bitwise the same K/V): share that block, free ours.
+    Status st = pool_->Adopt(own, twin);
+    if (!st.ok()) {
+      ReportBug(s, "sharing a cached twin block failed", st.message());
+      continue;
+    }
+    s.block_table[k] = twin;
+  }
+}
+
+bool Engine::SharedReady(const Sequence& s) const {
+  for (int k = 0; k < s.shared_blocks; k++) {
+    if (!pool_->IsReady(s.block_table[k])) return false;
+  }
+  return true;
+}
 
 SeqView Engine::ViewOf(const Sequence& s, const int32_t* tokens, int n) {
   SeqView v;
@@ -410,10 +492,19 @@ SeqView Engine::ViewOf(const Sequence& s, const int32_t* tokens, int n) {
 }
 
 void Engine::Prefill(Sequence* const* group, int n) {
+  if (n == 1 && !SharedReady(*group[0])) {
+    // The sequence that was to compute its shared prefix failed.
+    Retire(*group[0], stream::Event::Error(ApiError::Make(
+                          ErrorCode::kInternal, "prefill: the prefix this request shares failed to compute")));
+    return;
+  }
   auto t0 = stream::Clock::now();
   std::vector<SeqView>& views = scratch_.views;
   views.clear();
-  for (int i = 0; i < n; i++) views.push_back(ViewOf(*group[i], group[i]->model_prompt.data(), PromptLen(*group[i])));
+  for (int i = 0; i < n; i++) {
+    Sequence& s = *group[i];
+    views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, ToPrefill(s)));
+  }
   Status st = runner_->Prefill(views.data(), n, tokens_.data());
   if (!st.ok()) {
     if (n > 1) {
@@ -421,10 +512,16 @@ void Engine::Prefill(Sequence* const* group, int n) {
       for (int i = 0; i < n; i++) Prefill(group + i, 1);
       return;
     }
-    Retire(*group[0], stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "prefill: " + st.message())));
+    Sequence& s = *group[0];
+    for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->Unregister(s.block_table[k]);
+    Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "prefill: " + st.message())));
     return;
   }
-  for (int i = 0; i < n; i++) group[i]->cached += PromptLen(*group[i]);
+  for (int i = 0; i < n; i++) {
+    Sequence& s = *group[i];
+    s.cached = s.prompt_len;
+    for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->MarkReady(s.block_table[k]);
+  }
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
   // First tokens: out as soon as this pass ends, before the next pass.
@@ -452,9 +549,13 @@ void Engine::Decode() {
     }
     return;
   }
+  const int bs = options_.block_size_tokens;
   for (int b = 0; b < B; b++) {
-    batch[b]->cached += 1;
-    EmitToken(*batch[b], tokens_[b]);
+    Sequence& s = *batch[b];
+    s.kv_tokens.push_back(s.last_token);  // its K/V is in the cache now
+    s.cached += 1;
+    if (s.cached % bs == 0) CacheFullBlocks(s, s.cached / bs, /*ready=*/true);
+    EmitToken(s, tokens_[b]);
   }
 }
 
@@ -500,8 +601,10 @@ void Engine::Compact() {
 
 void Engine::Publish() {
   counters_.running = static_cast<int64_t>(running_.size());
-  counters_.kv_blocks_free = alloc_->num_free();
-  counters_.kv_blocks_total = alloc_->num_blocks();
+  counters_.kv_blocks_free = pool_->available();
+  counters_.kv_blocks_total = pool_->num_blocks();
+  counters_.kv_blocks_cached = pool_->cached();
+  if (m_.kv_blocks_cached) m_.kv_blocks_cached->Set(counters_.kv_blocks_cached);
   if (m_.kv_blocks_free) m_.kv_blocks_free->Set(counters_.kv_blocks_free);
   if (m_.kv_blocks_used) m_.kv_blocks_used->Set(counters_.kv_blocks_total - counters_.kv_blocks_free);
   if (m_.running) m_.running->Set(counters_.running);
@@ -534,7 +637,10 @@ bool Engine::HasRunnableWork() const {
   if (live >= options_.max_batch) return false;
   for (auto& p : waiting_) {
     if (!p || p->done || p->paused) continue;
-    return p->blocks_needed <= alloc_->num_free();  // the head can be admitted
+    // The head can be admitted (its shared prefix counted once).
+    int idle = 0;
+    const int shared = pool_->PeekPrefix(p->kv_tokens.data(), MaxSharedBlocks(*p), &idle);
+    return p->blocks_needed - shared <= pool_->available() - idle;
   }
   return false;
 }

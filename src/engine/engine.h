@@ -14,7 +14,8 @@
 //   2. admits waiting requests strictly in arrival order while there is a
 //      batch slot (max_batch) and the allocator can reserve every block the
 //      sequence may ever need (prompt + max_new_tokens - 1 positions), so an
-//      admitted sequence never runs out of blocks; a paused waiting request is
+//      admitted sequence never runs out of blocks — the blocks of its
+//      longest cached prompt prefix shared, not reserved again (below); a paused waiting request is
 //      skipped (not admitted, not blocking the others), the first one that
 //      does not fit stops admission (no overtaking). The admitted prompts are
 //      then prefilled in arrival order, several in one pass while their
@@ -47,16 +48,35 @@
 // not emitted, a possible prefix is held back). `cancelled` on Cancel (DELETE,
 // linger, pause_then_cancel) and on Shutdown.
 //
-// KV blocks: reserved at admission, released in exactly one place
-// (Engine::Retire -> ReleaseBlocks) whatever ended the sequence. A second
-// release of a sequence, or the allocator refusing a free, is a detected
-// error: counted (stats().double_releases) and logged to stderr.
+// KV blocks (engine/block_pool.h): reserved at admission, released in exactly
+// one place (Engine::Retire -> ReleaseBlocks) whatever ended the sequence;
+// a block is free once no sequence references it. A second release of a
+// sequence, or the pool refusing a release, is a detected error: counted
+// (stats().double_releases) and logged.
+//
+// Prefix caching (EngineOptions::prefix_cache, --prefix-cache, on by
+// default): every full block of a sequence — of its prompt at admission, of
+// its generated tokens as a decode fills one — is cached under the chained
+// hash of all tokens up to its end. At admission the longest cached chain of
+// whole blocks matching the prompt (never its last token) is shared, and
+// only the rest is prefilled. Blocks stay cached after their sequences end,
+// while no admission needs them (least recently released evicted first). A
+// sequence's last, partial block is always its own; shared blocks are never
+// written. Because a runner's K/V and logits are bitwise independent of
+// chunking and of the batch, a request's tokens are the same with the cache
+// on or off. Prompts admitted in the same step share too: the first one's
+// prompt blocks are cached at its admission and the sharer is prefilled in a
+// later pass (if that prefill fails, the sharer ends with an error).
 //
 // Metrics (when EngineOptions::metrics is set; names get the tokenwire_
 // prefix): engine_step_seconds, engine_batch_size, engine_prefill_seconds (per pass),
 // request_queue_time_seconds (arrival to admission, vLLM's definition)
 // histograms; kv_blocks_used, kv_blocks_free, engine_running, engine_waiting
-// gauges; kv_double_releases_total. TTFT, inter-token latency and tokens
+// gauges; kv_double_releases_total; prefix_cache_queries_total and
+// prefix_cache_hits_total (prompt tokens looked up at admission / found
+// cached: vLLM's meanings) and the kv_blocks_cached gauge. kv_blocks_free
+// counts the blocks admission can take (free, or cached and unreferenced);
+// kv_blocks_used the referenced ones. TTFT, inter-token latency and tokens
 // generated are measured by the stream layer as tokens are appended.
 //
 // Determinism: each request draws from a counter-based stream keyed by its
@@ -93,7 +113,7 @@
 #include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "engine/block_allocator.h"
+#include "engine/block_pool.h"
 #include "engine/runner.h"
 
 namespace tw::tokenizer {
@@ -116,6 +136,7 @@ struct EngineOptions {
   int prefill_batch_tokens = 64;    // prompts admitted together are prefilled in passes of up to this many tokens
   int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
   int eos_token_id = -1;            // -1 = the model config's eos_token_id
+  bool prefix_cache = true;         // share full KV blocks of a cached prompt prefix (--prefix-cache)
   uint64_t unseeded_base = 0x7477656e67696e65ull;  // seeds of requests without has_seed
   // Optional registry for the engine's metrics (must outlive the engine).
   Metrics* metrics = nullptr;
@@ -141,6 +162,9 @@ struct EngineStats {
   uint64_t refused = 0;         // Submit refusals (overloaded, too long)
   int64_t max_batch_seen = 0;   // largest decode batch so far
   uint64_t reader_waits = 0;    // times the loop slept on a naive stream's readers
+  int64_t kv_blocks_cached = 0;         // blocks in the prefix cache (referenced or evictable)
+  uint64_t prefix_cache_queries = 0;    // prompt tokens looked up at admission
+  uint64_t prefix_cache_hits = 0;       // of those, found cached (not prefilled)
 };
 
 // The limits a runner for these options is built with: num_kv_blocks 0
@@ -190,6 +214,9 @@ class Engine : public backend::Backend {
     Gauge* running = nullptr;
     Gauge* waiting = nullptr;
     Counter* double_releases = nullptr;
+    Gauge* kv_blocks_cached = nullptr;
+    Counter* prefix_queries = nullptr;
+    Counter* prefix_hits = nullptr;
   };
 
   Engine(std::unique_ptr<ModelRunner> runner, const tokenizer::Tokenizer* tokenizer,
@@ -203,7 +230,17 @@ class Engine : public backend::Backend {
   // Prefills `n` admitted sequences in one pass (n == 1: the runner chunks
   // a long prompt) and appends their first tokens.
   void Prefill(Sequence* const* group, int n);
-  static int PromptLen(const Sequence& s);
+  // Prompt tokens still to prefill (after the shared prefix).
+  static int ToPrefill(const Sequence& s);
+  // Reserves s's blocks: its longest cached prefix shared, the rest fresh;
+  // false (and nothing held) when they do not fit.
+  bool Reserve(Sequence& s);
+  // Blocks of s's prompt that may come from the prefix cache.
+  int MaxSharedBlocks(const Sequence& s) const;
+  // Caches s's full blocks [hashed so far, full_blocks) (prefix cache on).
+  void CacheFullBlocks(Sequence& s, int full_blocks, bool ready);
+  // Every block s shares has been written (by the prefill of its owner).
+  bool SharedReady(const Sequence& s) const;
   void Decode();
   // The runner's view of a sequence appending `tokens[0..n)`.
   static SeqView ViewOf(const Sequence& s, const int32_t* tokens, int n);
@@ -249,7 +286,7 @@ class Engine : public backend::Backend {
   EngineStats published_ TW_GUARDED_BY(mu_);
 
   // Owned by the engine thread:
-  std::unique_ptr<BlockAllocator> alloc_;
+  std::unique_ptr<BlockPool> pool_;
   std::vector<int32_t> tokens_;   // (max_batch) the tokens the runner drew
   // A step's lists (capacity max_batch, reserved by Create, cleared before
   // each use): the step loop allocates nothing for them.

@@ -23,6 +23,13 @@
 // sequences share a step (the engine's isolation tests check this for every
 // runner).
 //
+// Shared blocks (the engine's prefix cache): a block wholly below a
+// SeqView's `cached` may be in several sequences' tables at once, and is
+// only read; a Prefill may start at any block boundary (`cached` > 0, the
+// prefix written earlier, possibly by another sequence). The blocks a call
+// writes — those holding positions [cached, cached + n) — are in one table
+// of that call only, and no other table of the call reads them.
+//
 // Threads: one thread (the engine's) calls Prefill and Decode, one at a time.
 // Memory: a runner allocates everything in its factory; Prefill and Decode
 // allocate nothing. Never: reads or writes a KV block that is not in a

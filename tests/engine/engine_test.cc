@@ -47,13 +47,6 @@ Outcome Solo(const backend::GenerationRequest& r, const EngineOptions& o = Engin
   return out;
 }
 
-void ExpectClean(const Engine& e) {
-  EngineStats st = WaitQuiet(e);
-  EXPECT_EQ(st.releases, st.admitted);
-  EXPECT_EQ(st.double_releases, 0u);
-  EXPECT_EQ(st.finished, st.submitted);
-}
-
 class Isolation : public ::testing::TestWithParam<bool> {};
 
 TEST_P(Isolation, ConcurrentEqualsSolo) {

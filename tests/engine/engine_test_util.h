@@ -165,4 +165,14 @@ inline engine::EngineStats WaitQuiet(const engine::Engine& e, int timeout_ms = 2
   return st;
 }
 
+// The engine's KV accounting at rest: nothing referenced (every block free
+// or cached), one release per admission, no double release, every
+// submitted request finished.
+inline void ExpectClean(const engine::Engine& e) {
+  engine::EngineStats st = WaitQuiet(e);
+  EXPECT_EQ(st.releases, st.admitted);
+  EXPECT_EQ(st.double_releases, 0u);
+  EXPECT_EQ(st.finished, st.submitted);
+}
+
 }  // namespace tw::testing

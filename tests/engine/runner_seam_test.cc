@@ -2,8 +2,9 @@
 // runner that checks every step's SeqViews against the contract and answers
 // with tokens it can recompute. The engine must run to completion on it,
 // feed back each sequence's last token, advance `cached` by what it
-// appended, number each draw by its token index, hand a step disjoint block
-// tables that cover what is appended, and release every block.
+// appended, number each draw by its token index, hand a step block tables
+// that cover what is appended and never share a block that is written (a
+// shared prefix block lies wholly below `cached`), and release every block.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -34,10 +35,10 @@ class FakeRunner : public engine::ModelRunner {
     Check(seqs, count);
     for (int i = 0; i < count; i++) {
       const engine::SeqView& v = seqs[i];
-      EXPECT_EQ(v.cached, 0) << "a prompt is prefilled from position 0";
+      EXPECT_EQ(v.cached % limits_.block_size_tokens, 0) << "a prompt is prefilled from a block boundary";
       EXPECT_EQ(v.sampling.counter, 0u) << "the first draw is draw 0";
       State& st = state_[v.sampling.seed];
-      st.prompt = v.n;
+      st.prompt = v.cached + v.n;
       st.last = out[i] = TokenFor(v.sampling.seed, 0);
       prefilled_tokens_ += v.n;
     }
@@ -71,6 +72,10 @@ class FakeRunner : public engine::ModelRunner {
     std::lock_guard<std::mutex> lock(mu_);
     return prefills_;
   }
+  int prefilled_tokens() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefilled_tokens_;
+  }
 
  private:
   struct State {
@@ -78,18 +83,26 @@ class FakeRunner : public engine::ModelRunner {
     int32_t last = -1;
   };
   void Check(const engine::SeqView* seqs, int count) {
-    std::set<int32_t> used;
+    // Blocks wholly below `cached` are read only and may be shared; every
+    // other block of a table is the sequence's own.
+    std::set<int32_t> shared, own;
     for (int i = 0; i < count; i++) {
       const engine::SeqView& v = seqs[i];
       EXPECT_GE(v.n, 1);
       EXPECT_GE(static_cast<int64_t>(v.num_blocks) * limits_.block_size_tokens, v.cached + v.n)
           << "the table covers every position written";
       for (int b = 0; b < v.num_blocks; b++) {
-        EXPECT_GE(v.block_table[b], 0);
-        EXPECT_LT(v.block_table[b], limits_.num_kv_blocks);
-        EXPECT_TRUE(used.insert(v.block_table[b]).second) << "block " << v.block_table[b] << " in two tables";
+        const int32_t id = v.block_table[b];
+        EXPECT_GE(id, 0);
+        EXPECT_LT(id, limits_.num_kv_blocks);
+        if ((b + 1) * limits_.block_size_tokens <= v.cached) {
+          shared.insert(id);
+        } else {
+          EXPECT_TRUE(own.insert(id).second) << "block " << id << " written through two tables";
+        }
       }
     }
+    for (int32_t id : own) EXPECT_EQ(shared.count(id), 0u) << "block " << id << " is read by one and written by another";
   }
   const engine::RunnerLimits limits_;
   std::mutex mu_;
@@ -98,8 +111,11 @@ class FakeRunner : public engine::ModelRunner {
   int prefilled_tokens_ = 0;
 };
 
-TEST(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
+class RunnerSeam : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
   engine::EngineOptions o;
+  o.prefix_cache = GetParam();
   o.max_batch = 4;
   o.block_size_tokens = 8;
   o.num_kv_blocks = 40;
@@ -134,7 +150,18 @@ TEST(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
   EXPECT_EQ(st.releases, static_cast<uint64_t>(kRequests));
   EXPECT_EQ(st.double_releases, 0u);
   EXPECT_LT(fake->prefills(), kRequests) << "prompts admitted together share prefill passes";
+  // The prompts are 100, 101, ... of lengths 3..11: with the cache, those
+  // longer than one block (8) share the first block of the first such one.
+  int prompt_tokens = 0;
+  for (int i = 0; i < kRequests; i++) prompt_tokens += 3 + i;
+  const int shared = GetParam() ? 8 * 3 : 0;  // prompts of 9, 10 and 11 tokens
+  EXPECT_EQ(fake->prefilled_tokens(), prompt_tokens - shared);
+  EXPECT_EQ(st.prefix_cache_queries, GetParam() ? static_cast<uint64_t>(prompt_tokens) : 0u);
+  EXPECT_EQ(st.prefix_cache_hits, static_cast<uint64_t>(shared));
 }
+
+INSTANTIATE_TEST_SUITE_P(PrefixCache, RunnerSeam, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "On" : "Off"; });
 
 }  // namespace
 }  // namespace tw::testing
