@@ -666,7 +666,12 @@ void Engine::Run() {
       MutexLock lock(mu_);
       readers_progress_ = false;
       if (inbox_.empty() && !stopping_ && !HasRunnableWork()) {
-        if (ReadersGateClosed()) counters_.reader_waits++;
+        if (ReadersGateClosed()) {
+          // Published now: the loop may sleep here until a reader moves,
+          // and no step publishes meanwhile.
+          counters_.reader_waits++;
+          published_.reader_waits = counters_.reader_waits;
+        }
         // Idle: sleep until a wish arrives or the earliest queue timeout.
         stream::Clock::time_point deadline = stream::Clock::time_point::max();
         for (auto& p : waiting_) {
