@@ -29,7 +29,7 @@ class FakeRunner : public engine::ModelRunner {
     return static_cast<int32_t>(1 + (seed * 7919 + counter * 104729) % 50000);
   }
 
-  Status Prefill(const engine::SeqView* seqs, int count, int32_t* out) override {
+  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
     std::lock_guard<std::mutex> lock(mu_);
     Check(seqs, count);
     for (int i = 0; i < count; i++) {
@@ -38,14 +38,14 @@ class FakeRunner : public engine::ModelRunner {
       EXPECT_EQ(v.sampling.counter, 0u) << "the first draw is draw 0";
       State& st = state_[v.sampling.seed];
       st.prompt = v.n;
-      st.last = out[i] = TokenFor(v.sampling.seed, 0);
+      st.last = out[i].id = TokenFor(v.sampling.seed, 0);
       prefilled_tokens_ += v.n;
     }
     prefills_++;
     return Status::Ok();
   }
 
-  Status Decode(const engine::SeqView* seqs, int count, int32_t* out) override {
+  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
     std::lock_guard<std::mutex> lock(mu_);
     Check(seqs, count);
     EXPECT_LE(count, limits_.max_batch);
@@ -61,7 +61,7 @@ class FakeRunner : public engine::ModelRunner {
       EXPECT_EQ(v.tokens[0], st.last) << "the engine feeds back the last token";
       const uint64_t k = static_cast<uint64_t>(v.cached - st.prompt + 1);
       EXPECT_EQ(v.sampling.counter, k) << "draw k after k tokens";
-      st.last = out[i] = TokenFor(v.sampling.seed, k);
+      st.last = out[i].id = TokenFor(v.sampling.seed, k);
     }
     decodes_++;
     return Status::Ok();
