@@ -309,7 +309,7 @@ void OpenAiSseFormat::AppendChoice(std::string* out, std::string_view text, std:
 }
 
 SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std::string* out) {
-  if (ended_ || choice_ < 0 || choice_ >= static_cast<int>(choices_.size())) return Bytes::kNone;
+  if (choice_ < 0 || choice_ >= static_cast<int>(choices_.size())) return Bytes::kNone;
   Choice& c = choices_[static_cast<size_t>(choice_)];
   switch (ev.type) {
     case stream::EventType::kStart:
