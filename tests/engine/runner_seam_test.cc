@@ -3,9 +3,12 @@
 // with tokens it can recompute. The engine must run to completion on it,
 // feed back each sequence's last token, advance `cached` by what it
 // appended, number each draw by its token index, hand a step disjoint block
-// tables that cover what is appended, and release every block.
+// tables that cover what is appended, and release every block; a row's
+// log-probabilities (asked for per request) reach its token events, typed,
+// with each token's bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -39,6 +42,7 @@ class FakeRunner : public engine::ModelRunner {
       State& st = state_[v.sampling.seed];
       st.prompt = v.n;
       st.last = out[i].id = TokenFor(v.sampling.seed, 0);
+      FillLogprobs(v.sampling, &out[i]);
       prefilled_tokens_ += v.n;
     }
     prefills_++;
@@ -62,9 +66,21 @@ class FakeRunner : public engine::ModelRunner {
       const uint64_t k = static_cast<uint64_t>(v.cached - st.prompt + 1);
       EXPECT_EQ(v.sampling.counter, k) << "draw k after k tokens";
       st.last = out[i].id = TokenFor(v.sampling.seed, k);
+      FillLogprobs(v.sampling, &out[i]);
     }
     decodes_++;
     return Status::Ok();
+  }
+
+  // A row that asks gets k alternatives: ids id, id+1, …; log P = -0.25 - j.
+  static void FillLogprobs(const engine::SamplingRow& r, engine::SampledToken* o) {
+    o->has_logprobs = r.logprobs >= 0;
+    o->top_count = std::max(0, r.logprobs);
+    o->logprob = -0.25;
+    for (int j = 0; j < o->top_count; j++) {
+      o->top_ids[j] = o->id + j;
+      o->top_logprobs[j] = -0.25 - j;
+    }
   }
 
   int prefills() {
@@ -134,6 +150,55 @@ TEST(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
   EXPECT_EQ(st.releases, static_cast<uint64_t>(kRequests));
   EXPECT_EQ(st.double_releases, 0u);
   EXPECT_LT(fake->prefills(), kRequests) << "prompts admitted together share prefill passes";
+}
+
+TEST(RunnerSeam, LogprobsAskedForReachTheTokenEventsTyped) {
+  engine::EngineOptions o;
+  o.max_batch = 4;
+  o.block_size_tokens = 8;
+  o.num_kv_blocks = 40;
+  engine::RunnerLimits limits = engine::RunnerLimitsFor(o, 128);
+  std::unique_ptr<engine::Engine> e;
+  ASSERT_TRUE(engine::Engine::Create(std::make_unique<FakeRunner>(limits), &TinyModel::Get().tokenizer, o, &e).ok());
+  const int kAsk[] = {-1, 0, 3, 20};
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  for (int i = 0; i < 4; i++) {
+    backend::GenerationRequest r;
+    r.prompt_tokens = {100, 101};
+    r.max_new_tokens = 4;
+    r.temperature = 1.0f;
+    r.seed = 2000 + i;
+    r.has_seed = true;
+    r.logprobs = kAsk[i];
+    streams.push_back(NewStream("lp" + std::to_string(i)));
+    ASSERT_TRUE(e->Submit(streams.back(), r, nullptr));
+  }
+  for (int i = 0; i < 4; i++) {
+    ASSERT_EQ(WaitAndRead(*streams[i]).finish_reason, "length");
+    std::vector<stream::EventPtr> evs;
+    ASSERT_TRUE(streams[i]->ReadFrom(1, 1 << 20, &evs));
+    int tokens = 0;
+    for (const auto& ev : evs) {
+      if (ev->type != stream::EventType::kToken) continue;
+      tokens++;
+      if (kAsk[i] < 0) {
+        EXPECT_EQ(ev->logprobs, nullptr) << "request " << i << " did not ask";
+        continue;
+      }
+      ASSERT_NE(ev->logprobs, nullptr) << "request " << i;
+      const stream::TokenLogprobs& lp = *ev->logprobs;
+      EXPECT_EQ(lp.sampled.id, ev->token);
+      EXPECT_EQ(lp.sampled.logprob, -0.25);
+      EXPECT_EQ(lp.sampled.bytes, TinyModel::Get().tokenizer.TokenBytes(ev->token));
+      ASSERT_EQ(lp.top.size(), static_cast<size_t>(kAsk[i]));
+      for (int j = 0; j < kAsk[i]; j++) {
+        EXPECT_EQ(lp.top[j].id, ev->token + j);
+        EXPECT_EQ(lp.top[j].logprob, -0.25 - j);
+        EXPECT_EQ(lp.top[j].bytes, TinyModel::Get().tokenizer.TokenBytes(ev->token + j));
+      }
+    }
+    EXPECT_EQ(tokens, 4);
+  }
 }
 
 }  // namespace

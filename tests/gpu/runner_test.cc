@@ -32,6 +32,7 @@
 #include "model/kv_cache.h"
 #include "model/gpt2.h"
 #include "model/random_weights.h"
+#include "model/sampling.h"
 #include "support/chunking.h"
 #include "support/numeric.h"
 
@@ -115,6 +116,56 @@ engine::RunnerLimits Limits(int max_batch, int blocks) {
 }
 
 std::vector<int32_t> TopK(const float* logits, int V, int k) { return TopIds(logits, V, k); }
+
+// A row that asks for log-probabilities: its logits come to the host and go
+// through the CPU's model::ComputeLogprobs, so the result equals that
+// function on the step's logits (CudaLastLogits) exactly, and the golden
+// float64 log-softmax within 3e-4; a row that does not ask gets none, and
+// its draw is the same either way.
+TEST(CudaRunner, LogprobsOfTheRowsThatAskEqualTheCpuCodeOnTheSameLogits) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  std::vector<Golden> cases = LoadGolden(V);
+  std::unique_ptr<engine::ModelRunner> r;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), cuda::CudaRunnerOptions{}, &r));
+  std::vector<Seq> seqs(cases.size());
+  std::vector<engine::SeqView> views;
+  for (size_t c = 0; c < cases.size(); c++) {
+    seqs[c].prompt = cases[c].prompt;
+    for (int b = 0; b < 4; b++) seqs[c].table.push_back(static_cast<int32_t>(c * 4 + b));
+    engine::SeqView v = seqs[c].Prefill();
+    v.sampling.temperature = c == 0 ? 0.0f : 0.8f;
+    v.sampling.seed = 7 + c;
+    v.sampling.logprobs = c == 3 ? -1 : static_cast<int>(5 * c);
+    views.push_back(v);
+  }
+  std::vector<engine::SampledToken> out(views.size());
+  TW_ASSERT_OK(r->Prefill(views.data(), static_cast<int>(views.size()), out.data()));
+  std::vector<float> logits;
+  TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), static_cast<int>(views.size()), &logits));
+  for (size_t c = 0; c < cases.size(); c++) {
+    if (views[c].sampling.logprobs < 0) {
+      EXPECT_FALSE(out[c].has_logprobs);
+      continue;
+    }
+    engine::SampledToken want;
+    want.id = out[c].id;
+    model::ComputeLogprobs(logits.data() + c * V, V, views[c].sampling.temperature, views[c].sampling.logprobs, &want);
+    ASSERT_TRUE(out[c].has_logprobs) << c;
+    EXPECT_EQ(out[c].logprob, want.logprob) << c;
+    ASSERT_EQ(out[c].top_count, want.top_count) << c;
+    for (int j = 0; j < want.top_count; j++) {
+      EXPECT_EQ(out[c].top_ids[j], want.top_ids[j]) << c << " rank " << j;
+      EXPECT_EQ(out[c].top_logprobs[j], want.top_logprobs[j]) << c << " rank " << j;
+    }
+    // Against the golden logits' log-softmax (float64), the sampled token's.
+    engine::SampledToken golden;
+    golden.id = out[c].id;
+    model::ComputeLogprobs(cases[c].last_logits.data(), V, views[c].sampling.temperature, 0, &golden);
+    EXPECT_NEAR(out[c].logprob, golden.logprob, 3e-4 / 0.8) << c;
+  }
+}
 
 class CudaRunnerGolden : public ::testing::TestWithParam<bool> {};
 
