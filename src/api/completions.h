@@ -6,9 +6,11 @@
 // GET /v1/models and /v1/models/{id} list the one served model.
 //
 // The request is parsed once into a CompletionRequest, mapped onto our typed
-// generation request (ToGeneration) and launched through App::Launch, so the
-// policies, bounds, metrics and cancellation on disconnect are those of
-// /v1/stream. Everything the parser can refuse is refused here, before the
+// generation request (ToGeneration) and launched through App::LaunchOpenAi:
+// one App::Launch per choice (`n`, choice i with seed + i), so the policies,
+// bounds, metrics and cancellation on disconnect are those of /v1/stream; the
+// answers (n choices, logprobs) are api/openai_response.h's. The parsing
+// helpers shared with chat (api/chat.h) are declared here too. Everything the parser can refuse is refused here, before the
 // first byte, with an OpenAI error object that names the param:
 //   400 invalid_request_error  bad JSON, unknown or unsupported param, bad value,
 //                              prompt + max_tokens over the context
@@ -17,13 +19,10 @@
 // After the 200 of a stream, a failure is a `data: {"error":{…}}` line
 // followed by `data: [DONE]`.
 //
-// Threads: the parsing and JSON-building functions are pure (any thread); the
-// stream format and the collecting subscription run on the I/O thread only,
-// like SseSubscription.
+// Threads: the parsing and JSON-building functions are pure (any thread);
+// App::LaunchOpenAi runs on the I/O thread.
 // Memory: a parsed request holds the prompt's token ids (bounded by the body
-// bound); a stream holds one chunk at a time (in its SseSubscription); a
-// collecting subscription holds the completion text (bounded by max_tokens
-// tokens).
+// bound).
 // Never: blocks, throws, or sends a byte before a request is fully validated.
 #pragma once
 

@@ -473,11 +473,17 @@ void OpenAiChoices::UseStream(std::shared_ptr<SseSubscription> sse, OpenAiSseFor
 void OpenAiChoices::UseCollector(std::unique_ptr<OpenAiCollector> collector) { collector_ = std::move(collector); }
 
 bool OpenAiChoices::Attach() {
-  for (auto& r : relays_) {
+  for (size_t i = 0; i < relays_.size(); i++) {
+    Relay* r = relays_[i].get();
+    if (finished_) {
+      // A choice ended the response while the others were attaching (it
+      // failed, or the client left): the rest are never read; cancel them.
+      r->finished = true;
+      hub_->Cancel(streams_[i], [] {});
+      continue;
+    }
     uint64_t oldest = 0;
-    if (finished_) return true;  // a choice ended the response while attaching
-    if (hub_->Attach(streams_[static_cast<size_t>(&r - relays_.data())], r.get(), 0, &oldest) !=
-        stream::Stream::AttachResult::kOk) {
+    if (hub_->Attach(streams_[i], r, 0, &oldest) != stream::Stream::AttachResult::kOk) {
       for (auto& a : relays_) {
         if (a->attached && !a->finished) hub_->Detach(a.get());
         a->finished = true;
