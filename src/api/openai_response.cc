@@ -311,6 +311,14 @@ void OpenAiSseFormat::AppendChoice(std::string* out, std::string_view text, std:
 SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std::string* out) {
   if (choice_ < 0 || choice_ >= static_cast<int>(choices_.size())) return Bytes::kNone;
   Choice& c = choices_[static_cast<size_t>(choice_)];
+  if (ev.seq != 0 && ev.seq == c.last_seq) {
+    c.pending = c.saved_pending;  // the same event again: its bytes were refused
+    c.text_offset = c.saved_offset;
+  } else {
+    c.last_seq = ev.seq;
+    c.saved_pending = c.pending;
+    c.saved_offset = c.text_offset;
+  }
   switch (ev.type) {
     case stream::EventType::kStart:
       if (meta_.api != OpenAiApi::kChat) return Bytes::kNone;

@@ -136,6 +136,12 @@ class OpenAiSseFormat : public SseFormat {
     LogprobRun pending;       // tokens whose text is held back
     int64_t text_offset = 0;  // bytes of the tokens already written
     bool done = false;
+    // The state before the last event, restored when the hub offers that
+    // event again (its bytes were refused: kNoRoom), so a retry writes the
+    // same chunk instead of losing the held-back tokens' entries.
+    uint64_t last_seq = 0;
+    LogprobRun saved_pending;
+    int64_t saved_offset = 0;
   };
   void AppendChoice(std::string* out, std::string_view text, std::string_view finish_reason, bool role);
 

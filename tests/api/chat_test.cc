@@ -270,6 +270,46 @@ TEST(ChatParse, EveryRejectionNamesItsParam) {
   EXPECT_EQ(e.param, "messages");
 }
 
+// ---- the stream format on its own ---------------------------------------------------
+
+// A held-back token's log-probabilities ride on the next chunk; when the hub
+// offers that chunk's event again (its bytes were refused), the retry
+// carries the same entries and offsets.
+TEST(ChatShapes, HeldBackLogprobsSurviveARefusedChunk) {
+  api::CompletionMeta m;
+  m.id = "cmpl-s_1";
+  m.model = "gpt2";
+  m.logprobs = 1;
+  api::OpenAiSseFormat f(m, "s_1");
+  auto token = [](uint64_t seq, int index, int32_t id, std::string text, std::string bytes) {
+    stream::Event e = stream::Event::Token(index, id, std::move(text));
+    e.seq = seq;
+    auto lp = std::make_shared<stream::TokenLogprobs>();
+    lp->sampled = {id, -0.5, bytes};
+    lp->top = {{id, -0.5, bytes}};
+    e.logprobs = lp;
+    return e;
+  };
+  std::string out;
+  EXPECT_EQ(f.AppendEvent(token(2, 0, 1, "ab", "ab"), &out), api::SseFormat::Bytes::kEvent);
+  out.clear();
+  EXPECT_EQ(f.AppendEvent(token(3, 1, 2, "", "\xe2"), &out), api::SseFormat::Bytes::kNone);  // held back
+  const stream::Event next = token(4, 2, 3, "c", "c");
+  std::string first, retry;
+  EXPECT_EQ(f.AppendEvent(next, &first), api::SseFormat::Bytes::kEvent);
+  EXPECT_EQ(f.AppendEvent(next, &retry), api::SseFormat::Bytes::kEvent);  // offered again
+  EXPECT_EQ(first, retry);
+  std::vector<sse::Event> evs;
+  sse::Parser parser([&](const sse::Event& e) { evs.push_back(e); });
+  ASSERT_TRUE(parser.Feed(retry).ok());
+  ASSERT_EQ(evs.size(), 1u);
+  const json::Value chunk = ParseJson(evs[0].data);
+  const json::Value* lp = chunk.Find("choices")->items()[0].Find("logprobs");
+  ASSERT_EQ(lp->Find("tokens")->items().size(), 2u) << evs[0].data;
+  EXPECT_EQ(lp->Find("text_offset")->items()[0].as_int(), 2);
+  EXPECT_EQ(lp->Find("text_offset")->items()[1].as_int(), 3);
+}
+
 // ---- against a server (mock backend) -------------------------------------------------
 
 constexpr const char* kModel = "mock-gpt2";
