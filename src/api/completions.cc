@@ -5,7 +5,6 @@
 
 #include "api/app.h"
 #include "json/json.h"
-#include "sse/writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tw::api {
