@@ -101,7 +101,7 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
     std::vector<double> ms;
     for (int rep = 0; rep < 12; rep++) {
       engine::SeqView v = PrefillView(s);
-      int32_t tok;
+      engine::SampledToken tok;
       double t0 = NowMs();
       if (Status st = r->Prefill(&v, 1, &tok); !st.ok()) return st;
       if (rep >= 2) ms.push_back(NowMs() - t0);
@@ -114,15 +114,15 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
     for (int i = 0; i < B; i++) {
       seqs.push_back(make(i + 1, context));
       engine::SeqView v = PrefillView(seqs.back());
-      int32_t tok;
+      engine::SampledToken tok;
       if (Status st = r->Prefill(&v, 1, &tok); !st.ok()) return st;
       seqs.back().cached = context;
-      seqs.back().last = tok;
+      seqs.back().last = tok.id;
       seqs.back().produced = 1;
     }
     std::vector<double> ms;
     std::vector<engine::SeqView> views;
-    std::vector<int32_t> toks(B);
+    std::vector<engine::SampledToken> toks(B);
     for (int step = 0; step < steps; step++) {
       views.clear();
       for (Seq& s : seqs) views.push_back(DecodeView(s));
@@ -132,7 +132,7 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
       for (int i = 0; i < B; i++) {
         seqs[i].cached++;
         seqs[i].produced++;
-        seqs[i].last = toks[i];
+        seqs[i].last = toks[i].id;
       }
     }
     t->decode_ms[B] = Median(ms);

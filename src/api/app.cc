@@ -183,6 +183,11 @@ Status App::Init(bool watch_signals) {
                                     kFastBuckets);
   m_tokens_generated_ = metrics_.AddCounter("tokens_generated_total", "Tokens generated.");
 
+  // The chat template before the model: a bad file fails at once, naming its line and byte.
+  chat_template_ = ChatTemplate::Plain();
+  if (!config_.chat_template_path.empty()) {
+    if (Status s = ChatTemplate::Load(config_.chat_template_path, &chat_template_); !s.ok()) return s;
+  }
   if (Status s = MakeBackend(config_, &tokenizer_, &metrics_, log_.get(), &backend_, &backend_info_); !s.ok()) return s;
   model_name_ = backend_->model_name();
 
@@ -384,8 +389,9 @@ void App::AddRoutes() {
   router_.Add("POST", "/v1/tokenize", guarded(&App::HandleTokenize));
   router_.Add("POST", "/v1/detokenize", guarded(&App::HandleDetokenize));
   if (config_.lab) router_.Add("GET", "/lab/emissions/{id}", guarded(&App::HandleEmissions));
-  // ---- begin OpenAI-compatible API (src/api/completions.cc, docs/openai.md)
+  // ---- begin OpenAI-compatible API (src/api/completions.cc, chat.cc, docs/openai.md)
   router_.Add("POST", "/v1/completions", guarded(&App::HandleCompletions));
+  router_.Add("POST", "/v1/chat/completions", guarded(&App::HandleChatCompletions));
   router_.Add("GET", "/v1/models", guarded(&App::HandleModels));
   router_.Add("GET", "/v1/models/{id}", guarded(&App::HandleModel));
   // ---- end OpenAI-compatible API

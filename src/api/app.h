@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "api/backends.h"
+#include "api/chat_template.h"
 #include "api/config.h"
 #include "api/generation_request.h"
 #include "backend/backend.h"
@@ -41,6 +42,7 @@ namespace tw::api {
 class SseSubscription;
 class CollectSubscription;
 struct CompletionRequest;
+struct OpenAiLaunch;
 
 class App {
  public:
@@ -82,7 +84,10 @@ class App {
   void HandleEmissions(const http::Request& req, http::Responder r);
   // ---- begin OpenAI-compatible API (defined in src/api/completions.cc)
   void HandleCompletions(const http::Request& req, http::Responder r);  // POST /v1/completions
-  void LaunchCompletion(const CompletionRequest& c, http::Responder r);
+  void HandleChatCompletions(const http::Request& req, http::Responder r);  // POST /v1/chat/completions (chat.cc)
+  // Launches the request's n choices (one stream each) and answers them as
+  // one response (api/openai_response.h: OpenAiChoices).
+  void LaunchOpenAi(OpenAiLaunch l, http::Responder r);
   void HandleModels(const http::Request& req, http::Responder r);       // GET /v1/models
   void HandleModel(const http::Request& req, http::Responder r);        // GET /v1/models/{id}
   // ---- end OpenAI-compatible API
@@ -157,6 +162,7 @@ class App {
   bool shutting_down_ = false;
   int signal_fd_ = -1;
   std::string model_name_;
+  ChatTemplate chat_template_ = ChatTemplate::Plain();  // --chat-template; read-only after Init (prep threads render it)
   BackendInfo backend_info_;  // what --backend built (the start-up summary)
   // OpenAI's "created" of the served model (GET /v1/models): when the App was made.
   int64_t created_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(

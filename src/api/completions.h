@@ -6,9 +6,11 @@
 // GET /v1/models and /v1/models/{id} list the one served model.
 //
 // The request is parsed once into a CompletionRequest, mapped onto our typed
-// generation request (ToGeneration) and launched through App::Launch, so the
-// policies, bounds, metrics and cancellation on disconnect are those of
-// /v1/stream. Everything the parser can refuse is refused here, before the
+// generation request (ToGeneration) and launched through App::LaunchOpenAi:
+// one App::Launch per choice (`n`, choice i with seed + i), so the policies,
+// bounds, metrics and cancellation on disconnect are those of /v1/stream; the
+// answers (n choices, logprobs) are api/openai_response.h's. The parsing
+// helpers shared with chat (api/chat.h) are declared here too. Everything the parser can refuse is refused here, before the
 // first byte, with an OpenAI error object that names the param:
 //   400 invalid_request_error  bad JSON, unknown or unsupported param, bad value,
 //                              prompt + max_tokens over the context
@@ -17,13 +19,10 @@
 // After the 200 of a stream, a failure is a `data: {"error":{…}}` line
 // followed by `data: [DONE]`.
 //
-// Threads: the parsing and JSON-building functions are pure (any thread); the
-// stream format and the collecting subscription run on the I/O thread only,
-// like SseSubscription.
+// Threads: the parsing and JSON-building functions are pure (any thread);
+// App::LaunchOpenAi runs on the I/O thread.
 // Memory: a parsed request holds the prompt's token ids (bounded by the body
-// bound); a stream holds one chunk at a time (in its SseSubscription); a
-// collecting subscription holds the completion text (bounded by max_tokens
-// tokens).
+// bound).
 // Never: blocks, throws, or sends a byte before a request is fully validated.
 #pragma once
 
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "api/generation_request.h"
+#include "api/openai_response.h"
 #include "api/sse_subscription.h"
 #include "http/server.h"
 #include "stream/hub.h"
@@ -46,6 +46,11 @@ namespace tw::api {
 
 // OpenAI's default max_tokens for legacy completions.
 inline constexpr int kOpenAiDefaultMaxTokens = 16;
+// The most choices one request may ask for (`n`): each is a stream of its
+// own, counted against --max-streams and the engine's batch like any other.
+inline constexpr int kMaxChoices = 16;
+// The most alternatives per token (`logprobs`, chat's `top_logprobs`): OpenAI's bound.
+inline constexpr int kMaxLogprobs = 20;
 
 // A validated completions request.
 struct CompletionRequest {
@@ -59,6 +64,8 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;          // stream_options.include_usage
+  int n = 1;                           // choices, 1..kMaxChoices
+  int logprobs = -1;                   // -1: null; 0..kMaxLogprobs alternatives per token
 };
 
 // Parses and validates a POST /v1/completions body against the served model
@@ -70,105 +77,57 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
                             CompletionRequest* out, ApiError* err);
 
 // Our generation request (DESIGN.md §4) for a validated completions request
-// (max_tokens → max_new_tokens; prompt tokens, temperature, top_p, seed and
-// stop as they are).
+// (max_tokens → max_new_tokens; prompt tokens, temperature, top_p, seed,
+// stop and logprobs as they are).
 backend::GenerationRequest ToGeneration(const CompletionRequest& req);
 
-// Our finish reasons to OpenAI's: eos and stop → "stop", length → "length".
-// False for cancelled and error (those end in an error).
-bool OpenAiFinishReason(stream::FinishReason ours, std::string* openai);
+// The params both OpenAI APIs share and parse alike: temperature, top_p,
+// seed, stream, n, and the ones accepted only at their neutral value
+// (presence_penalty, frequency_penalty, logit_bias, user). True when `key`
+// is one of them (then *err is filled on a refusal and *ok says which).
+struct SharedParams {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  bool has_seed = false;
+  int64_t seed = 0;
+  bool stream = false;
+  int n = 1;
+};
+bool ParseSharedParam(const std::string& key, const json::Value& val, SharedParams* out, bool* ok, ApiError* err);
+// The model param: 400 when missing or not a string, 404 model_not_found for another id.
+bool CheckModel(const json::Value& body, std::string_view model_id, std::string* out, ApiError* err);
+// stop: a string or an array of up to max_stop_strings strings of 1..max_stop_bytes bytes.
+bool ParseStopParam(const json::Value& v, const RequestBounds& bounds, std::vector<std::string>* out, ApiError* err);
+// stream_options (only with stream: true): include_usage.
+bool ParseStreamOptionsParam(const json::Value* v, bool stream, bool* include_usage, ApiError* err);
+// A body as JSON (invalid_json names the byte in its message, OpenAI's
+// error having no offset field) that must be an object.
+bool ParseOpenAiBody(std::string_view body, const RequestBounds& bounds, json::Value* out, ApiError* err);
+// A refusal: status, param, message (code invalid_request unless given).
+bool RefuseParam(ApiError* err, int status, std::string param, std::string message,
+                 ErrorCode code = ErrorCode::kInvalidRequest);
+// prompt tokens + max_tokens over the context: 400 context_length_exceeded.
+bool CheckContext(size_t prompt_tokens, int max_tokens, const RequestBounds& bounds, ApiError* err);
 
-// One of our errors as OpenAI answers it: 422 becomes 400, prompt_too_long
+// One error of ours as OpenAI answers it: 422 becomes 400, prompt_too_long
 // names the param "prompt"; the rest as it is.
 ApiError ForOpenAi(ApiError e);
 
-// {"error":{"message":…,"type":…,"param":…,"code":…}}: type is
-// invalid_request_error under 500, else server_error; param null when
-// empty; code: null for invalid_request (the param says what), OpenAI's
-// context_length_exceeded for prompt_too_long, else our type (invalid_json,
-// model_not_found, overloaded, …).
-std::string OpenAiErrorJson(const ApiError& e);
-
-// What every chunk and answer of one completion shares.
-struct CompletionMeta {
-  std::string id;        // "cmpl-" + our stream id
-  int64_t created = 0;   // unix seconds
-  std::string model;
-  bool include_usage = false;  // chunks carry "usage":null, then a usage chunk
-};
-
-// {"id","object":"text_completion","created","model","choices":[{"text","index":0,
-//  "logprobs":null,"finish_reason":…}]}; finish_reason "" is written as null.
-std::string CompletionChunkJson(const CompletionMeta& m, std::string_view text,
-                                std::string_view finish_reason);
-// The final chunk of include_usage: "choices":[] and "usage".
-std::string UsageChunkJson(const CompletionMeta& m, int prompt_tokens, int completion_tokens);
-// The whole non-streamed answer.
-std::string CompletionJson(const CompletionMeta& m, std::string_view text,
-                           std::string_view finish_reason, int prompt_tokens,
-                           int completion_tokens);
-// {"id","object":"model","created","owned_by":"tokenwire"}
-std::string ModelJson(std::string_view id, int64_t created);
+// {"id","object":"model","created","owned_by":"tokenwire","base_model":true,
+//  "chat_template":"plain"|"file"}: GPT-2 is a base model (no instruction
+// tuning); chat requests go through a plain template (docs/openai.md).
+std::string ModelJson(std::string_view id, int64_t created, std::string_view chat_template = "plain");
 // {"object":"list","data":[ModelJson]}
-std::string ModelListJson(std::string_view id, int64_t created);
+std::string ModelListJson(std::string_view id, int64_t created, std::string_view chat_template = "plain");
 
-// Sends an OpenAI error as a complete JSON response (with Retry-After when
-// retry_after_ms > 0).
-void SendOpenAiError(http::Responder& r, const ApiError& e, const http::Headers& extra = {});
-
-// Extra room a completion stream keeps free below the output bound
-// (SseSubscription::Options::reserve_bytes): the last chunks, or an error
-// chunk with its resume hint, and [DONE] always fit.
-inline constexpr size_t kOpenAiStreamReserveBytes = 2048;
-
-// OpenAI's chunks for a streamed completion (stream: true), the format of an
-// SseSubscription (which owns the response, heartbeats, backpressure and the
-// client's close): each token with text is a `data: {chunk}` line; a done
-// event is the chunk with the finish reason (then, with include_usage, the
-// usage chunk) and `data: [DONE]`; an error event, a done without a usable
-// finish reason, or a subscriber-level ending is `data: {"error":{…}}` and
-// `data: [DONE]`. Tokens whose text is held back write nothing.
-class OpenAiSseFormat : public SseFormat {
- public:
-  // `stream_id` names the stream in a slow_client ending's resume hint.
-  OpenAiSseFormat(CompletionMeta meta, std::string stream_id)
-      : meta_(std::move(meta)), stream_id_(std::move(stream_id)) {}
-
-  void AppendPreamble(std::string*) override {}
-  Bytes AppendEvent(const stream::Event& event, std::string* out) override;
-  void AppendEnding(const ApiError& end, std::string* out) override;
-
- private:
-  CompletionMeta meta_;
-  std::string stream_id_;
-};
-
-// Collects a whole completion (stream: false) and answers once at the end.
-// A client that has gone by the time a token arrives makes Deliver() say
-// kGone, so the hub detaches it (linger, then cancellation).
-class CompletionCollectSubscription : public stream::Subscription {
- public:
-  CompletionCollectSubscription(http::Responder responder, CompletionMeta meta,
-                                http::Headers extra_headers,
-                                std::function<void(stream::Subscription*)> on_done);
-
-  stream::DeliverResult Deliver(const stream::Event& event) override;
-  void Complete() override;
-  void End(const ApiError& end) override;
-
- private:
-  void Done();
-
-  http::Responder responder_;
-  CompletionMeta meta_;
-  http::Headers extra_headers_;
-  std::function<void(stream::Subscription*)> on_done_;
-  std::string text_;
-  int prompt_tokens_ = 0;
-  int completion_tokens_ = 0;
-  std::string finish_reason_;  // OpenAI's, from the done event
-  bool failed_ = false;        // an error event, or a done we turn into an error
-  ApiError error_;
+// What the App launches for an OpenAI request of either API: the one
+// generation request every choice shares, and the response's shape.
+struct OpenAiLaunch {
+  backend::GenerationRequest request;  // choice i draws with seed + i
+  int n = 1;
+  bool stream = false;
+  CompletionMeta meta;     // api, include_usage, logprobs, n (id, created, model: set at launch)
+  std::string id_prefix;   // "cmpl-" or "chatcmpl-"
 };
 
 }  // namespace tw::api

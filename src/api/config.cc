@@ -155,6 +155,9 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
     if (Status s = next(&v); !s.ok()) return s;
     if (name == "--model") {
       cfg->model_dir = v;
+    } else if (name == "--chat-template") {
+      if (v.empty()) return Status::Error("--chat-template: a file name");
+      cfg->chat_template_path = v;
     } else if (name == "--served-model-name") {
       if (Status s = CheckServedModelName(v); !s.ok()) return s;
       cfg->served_model_name = v;
@@ -255,6 +258,8 @@ std::string ServeHelp() {
       "                              default: the --model folder's name (/models/gpt2-medium:\n"
       "                              gpt2-medium); without --model gpt2-random-tiny; mock-gpt2 with\n"
       "                              --backend mock\n"
+      "  --chat-template FILE        the chat template /v1/chat/completions renders messages with\n"
+      "                              (docs/openai.md); default: the plain one (User: / Assistant:)\n"
       "  --backend cpu|cuda|mock     default " + d.backend + "\n"
       "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
       "  --cuda-matmul P             cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"

@@ -17,6 +17,7 @@ namespace tw::api {
 struct Config {
   // Model and backend.
   std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
+  std::string chat_template_path;  // --chat-template ("" = the plain built-in template)
   std::string served_model_name;  // --served-model-name ("" = the --model folder's name, else the backend's)
   std::string backend = "cpu";  // --backend cpu|cuda|mock
   int threads = 0;              // --threads (0 = one per core)

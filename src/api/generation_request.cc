@@ -137,6 +137,13 @@ bool ParseGenerationObject(const json::Value& v, const tokenizer::Tokenizer& tok
         }
         r.stop.push_back(it->as_string());
       }
+    } else if (key == "logprobs") {
+      // Each token event carries its log-probability and this many alternatives.
+      if (!val.is_int()) return WrongType(err, key, "an integer (alternatives per token, 0..20)");
+      if (val.as_int() < 0 || val.as_int() > 20) {
+        return Fail(err, 422, ErrorCode::kInvalidRequest, "logprobs must be between 0 and 20");
+      }
+      r.logprobs = static_cast<int>(val.as_int());
     } else if (key == "policy") {
       if (!val.is_string()) return WrongType(err, key, "a string");
       if (!stream::ParsePolicy(val.as_string(), &out->policy)) {

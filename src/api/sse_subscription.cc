@@ -59,7 +59,12 @@ bool SseSubscription::EnsureStarted() {
   std::weak_ptr<SseSubscription> weak = weak_from_this();
   writer_->OnWritable([weak] {
     if (auto self = weak.lock()) {
-      if (!self->done_) self->hub_->OnWritable(self.get());
+      if (self->done_) return;
+      if (self->options_.on_writable) {
+        self->options_.on_writable();
+      } else {
+        self->hub_->OnWritable(self.get());
+      }
     }
   });
   writer_->OnClose([weak] {

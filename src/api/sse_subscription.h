@@ -18,8 +18,9 @@
 //       same for every subscriber of a stream: with several subscribers they
 //       are written once per event (stream::Event::wire) and copied for the
 //       others; a lone subscriber's go straight into its batch.
-//   OpenAiSseFormat (api/completions.h)  OpenAI's `data: {chunk}` lines
-//       ending with `data: [DONE]`.
+//   OpenAiSseFormat (api/openai_response.h)  OpenAI's `data: {chunk}` lines
+//       ending with `data: [DONE]`; the response of n choices is fed by
+//       n streams through api::OpenAiChoices.
 //
 // Batching: the events the hub offers in one service are gathered and leave
 // as one chunk at EndBatch (the connection then sends the iteration's
@@ -101,6 +102,10 @@ class SseSubscription : public stream::Subscription,
     size_t reserve_bytes = 1024;
     std::string stream_id;
     http::Headers extra_headers;  // e.g. CORS
+    // When the socket can take more: by default the hub offers this
+    // subscription's events again; a response fed by several streams
+    // (api::OpenAiChoices) offers each of its own.
+    std::function<void()> on_writable;
   };
   // `on_done` runs once when this subscription has ended for any reason.
   // `format` turns events into bytes (never null).

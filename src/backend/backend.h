@@ -40,6 +40,9 @@ struct GenerationRequest {
   uint64_t seed = 0;
   bool has_seed = false;
   std::vector<std::string> stop;  // stop strings, matched on decoded text
+  // -1: none; 0..20: each token event carries its log-probability and this
+  // many most likely alternatives (stream::TokenLogprobs).
+  int logprobs = -1;
   int64_t queue_timeout_ms = 0;   // 0 = wait as long as needed
   stream::Clock::time_point arrival = stream::Clock::now();
 };

@@ -1,6 +1,7 @@
 #include "backend/mock_backend.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backend/text_assembler.h"
 #include "tokenizer/tokenizer.h"
@@ -185,8 +186,13 @@ void MockBackend::Produce(const std::shared_ptr<Sequence>& sp, stream::Clock::ti
   TextAssembler::Step step = s.text->Push(text);
   int index = s.produced++;
   s.first_due_pending = false;
+  auto token_event = [&](std::string text) {
+    stream::Event e = stream::Event::Token(index, token, std::move(text));
+    if (s.request.logprobs >= 0) e.logprobs = Logprobs(token, s.request.logprobs);
+    return e;
+  };
   if (step.stopped) {
-    s.stream->Append(stream::Event::Token(index, token, std::move(step.text)));
+    s.stream->Append(token_event(std::move(step.text)));
     Finish(s, stream::FinishReason::kStop);
     return;
   }
@@ -194,14 +200,31 @@ void MockBackend::Produce(const std::shared_ptr<Sequence>& sp, stream::Clock::ti
     // Last token: carry everything held back (partial character, possible
     // stop-string prefix) in its text.
     std::string tail = step.text + s.text->Push(s.utf8.Flush()).text + s.text->Flush();
-    s.stream->Append(stream::Event::Token(index, token, std::move(tail)));
+    s.stream->Append(token_event(std::move(tail)));
     Finish(s, stream::FinishReason::kLength);
     return;
   }
-  s.stream->Append(stream::Event::Token(index, token, std::move(step.text)));
+  s.stream->Append(token_event(std::move(step.text)));
   s.next_due += interval_;
   if (s.next_due < now - 100 * interval_) s.next_due = OnGrid(now);  // don't burst after a stall
   Schedule(sp);
+}
+
+std::shared_ptr<const stream::TokenLogprobs> MockBackend::Logprobs(int32_t token, int k) const {
+  // Synthetic: the produced token is the most likely at probability 1/2;
+  // alternative j (j >= 1) has 2^-(j+1), its id a hash of (token, j).
+  auto lp = std::make_shared<stream::TokenLogprobs>();
+  auto entry = [&](int32_t id, int j) {
+    return stream::TokenLogprob{id, -static_cast<double>(j + 1) * std::log(2.0),
+                                std::string(tokenizer_->TokenBytes(id))};
+  };
+  lp->sampled = entry(token, 0);
+  for (int j = 0; j < k; j++) {
+    int32_t id = token;
+    if (j > 0) id = static_cast<int32_t>(SplitMix64(static_cast<uint64_t>(token) * 31 + static_cast<uint64_t>(j)) % kMockVocab);
+    lp->top.push_back(entry(id, j));
+  }
+  return lp;
 }
 
 void MockBackend::Schedule(const std::shared_ptr<Sequence>& s) {

@@ -2,7 +2,11 @@
 // token and rate, so the server can be measured apart from compute.
 //
 // Token i of a stream is a pure function of (prompt tokens, seed, i), so a
-// test or the bench can recompute what any stream must contain.
+// test or the bench can recompute what any stream must contain. A request
+// that asks for log-probabilities gets synthetic ones (no model: the
+// produced token is the most likely at probability 1/2, alternative j has
+// 2^-(j+1), its id a hash of the token and j), enough to exercise the
+// edges that write them.
 //
 // Clocks: by default each stream runs on its own clock (first token at
 // arrival + ttft, then one every 1/rate s). With step_clock every stream's
@@ -69,6 +73,8 @@ class MockBackend : public Backend {
 
   // The token the mock produces at position `index` for this prompt and seed.
   static int32_t TokenAt(const std::vector<int32_t>& prompt, uint64_t seed, int index);
+  // The synthetic log-probabilities of `token` with k alternatives (above).
+  std::shared_ptr<const stream::TokenLogprobs> Logprobs(int32_t token, int k) const;
 
   struct EmissionLog {
     std::vector<int32_t> tokens;  // every token id produced, in order

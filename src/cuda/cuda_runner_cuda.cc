@@ -34,6 +34,7 @@
 #include "kernels/gemm_layout.h"
 #include "kernels/rownorm.h"
 #include "kernels/sampling.h"
+#include "model/sampling.h"
 
 namespace tw::cuda {
 
@@ -98,8 +99,8 @@ class CudaRunner : public engine::ModelRunner {
     return engine::ModelShape{c.n_ctx, c.vocab_size, c.eos_token_id};
   }
   engine::RunnerLimits limits() const override { return limits_; }
-  Status Prefill(const engine::SeqView* seqs, int count, int32_t* out) override;
-  Status Decode(const engine::SeqView* seqs, int count, int32_t* out) override;
+  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
+  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
 
   Status LastLogits(int rows, std::vector<float>* out);
   std::string Describe() const { return describe_; }
@@ -113,6 +114,10 @@ class CudaRunner : public engine::ModelRunner {
   Status Head(const float* x, int rows);
   // The whole decode forward of a bucket (what a graph holds).
   Status DecodeForward(int bucket);
+  // After a step's ids are on the host (ids_host_): out[i].id, and for a
+  // row that asks for log-probabilities, its logits copied to the host
+  // (row_host_) and model::ComputeLogprobs on them, the CPU runner's code.
+  Status Collect(const engine::SeqView* seqs, int count, engine::SampledToken* out);
   void* At(size_t offset) const { return static_cast<char*>(step_dev_) + offset; }
 
   const std::shared_ptr<const model::Gpt2Model> model_;
@@ -145,6 +150,7 @@ class CudaRunner : public engine::ModelRunner {
   float* xlast_ = nullptr;  // (max_batch, C) prefill: each sequence's last row
   float* logits_ptr_ = nullptr;  // (max_batch, V)
   int32_t* ids_dev_ = nullptr;   // (max_batch)
+  std::vector<float> row_host_;  // (V) one row's logits, for a row that asks for logprobs
 
   kernels::KvShape kv_;
   kernels::AttentionPlan attn_plan_;
@@ -217,6 +223,7 @@ Status CudaRunner::Init() {
   logits_ptr_ = logits_.as<float>();
   TW_TRY(ids_.Allocate(B * sizeof(int32_t)));
   ids_dev_ = ids_.as<int32_t>();
+  row_host_.assign(static_cast<size_t>(V_), 0.0f);
 
   // Workspaces: the matmuls' (the largest any plan needs, for the rows it
   // gets) and the attention's; both zeroed once.
@@ -369,7 +376,7 @@ Status CudaRunner::DecodeForward(int bucket) {
   return Head(x_, bucket);
 }
 
-Status CudaRunner::Decode(const engine::SeqView* seqs, int count, int32_t* out) {
+Status CudaRunner::Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   if (count < 1 || count > limits_.max_batch) {
     return Status::Error("cuda runner: " + std::to_string(count) + " sequences in one decode (1.." +
                          std::to_string(limits_.max_batch) + ")");
@@ -399,18 +406,10 @@ Status CudaRunner::Decode(const engine::SeqView* seqs, int count, int32_t* out) 
   }
   TW_TRY(kernels::CopyToHost(ids_host_, ids_dev_, static_cast<size_t>(count) * sizeof(int32_t), stream_));
   TW_TRY(kernels::StreamSync(stream_));
-  for (int i = 0; i < count; i++) {
-    if (ids_host_[i] < 0 || ids_host_[i] >= V_) {
-      return Status::Error("cuda runner: the sampler returned " + std::to_string(ids_host_[i]) + " for row " +
-                           std::to_string(i));
-    }
-    out[i] = ids_host_[i];
-  }
-  last_rows_ = count;
-  return Status::Ok();
+  return Collect(seqs, count, out);
 }
 
-Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, int32_t* out) {
+Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   if (count < 1 || count > limits_.max_batch) {
     return Status::Error("cuda runner: " + std::to_string(count) + " sequences in one prefill (1.." +
                          std::to_string(limits_.max_batch) + ")");
@@ -450,12 +449,26 @@ Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, int32_t* out)
   TW_TRY(Head(xlast_, count));
   TW_TRY(kernels::CopyToHost(ids_host_, ids_dev_, static_cast<size_t>(count) * sizeof(int32_t), stream_));
   TW_TRY(kernels::StreamSync(stream_));
+  return Collect(seqs, count, out);
+}
+
+Status CudaRunner::Collect(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   for (int i = 0; i < count; i++) {
     if (ids_host_[i] < 0 || ids_host_[i] >= V_) {
-      return Status::Error("cuda runner: the sampler returned " + std::to_string(ids_host_[i]) + " for sequence " +
+      return Status::Error("cuda runner: the sampler returned " + std::to_string(ids_host_[i]) + " for row " +
                            std::to_string(i));
     }
-    out[i] = ids_host_[i];
+    engine::SampledToken& o = out[i];
+    o.id = ids_host_[i];
+    o.has_logprobs = false;
+    o.top_count = 0;
+    const engine::SamplingRow& r = seqs[i].sampling;
+    if (r.logprobs < 0) continue;
+    // The row's logits (compact: row i of this step's head) to the host.
+    TW_TRY(kernels::CopyToHost(row_host_.data(), logits_ptr_ + static_cast<size_t>(i) * V_,
+                               static_cast<size_t>(V_) * sizeof(float), stream_));
+    TW_TRY(kernels::StreamSync(stream_));
+    model::ComputeLogprobs(row_host_.data(), V_, r.temperature, r.logprobs, &o);
   }
   last_rows_ = count;
   return Status::Ok();

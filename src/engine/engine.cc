@@ -59,6 +59,7 @@ struct Engine::Sequence {
     sampling.top_k = request.top_k;
     sampling.top_p = request.top_p;
     sampling.seed = seed;
+    sampling.logprobs = std::min(request.logprobs, kMaxTopLogprobs);
   }
 };
 
@@ -98,7 +99,7 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
 
   std::unique_ptr<Engine> e(new Engine(std::move(runner), tokenizer, o));
   e->pool_ = std::make_unique<BlockPool>(o.num_kv_blocks, o.block_size_tokens, o.prefix_cache);
-  e->tokens_.assign(static_cast<size_t>(o.max_batch), 0);
+  e->sampled_.assign(static_cast<size_t>(o.max_batch), SampledToken{});
   StepScratch& sc = e->scratch_;
   sc.admitted.reserve(o.max_batch);
   sc.batch.reserve(o.max_batch);
@@ -505,7 +506,7 @@ void Engine::Prefill(Sequence* const* group, int n) {
     Sequence& s = *group[i];
     views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, ToPrefill(s)));
   }
-  Status st = runner_->Prefill(views.data(), n, tokens_.data());
+  Status st = runner_->Prefill(views.data(), n, sampled_.data());
   if (!st.ok()) {
     if (n > 1) {
       // Nothing changed: prefill them one by one, so that only a bad prompt fails.
@@ -525,7 +526,7 @@ void Engine::Prefill(Sequence* const* group, int n) {
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
   // First tokens: out as soon as this pass ends, before the next pass.
-  for (int i = 0; i < n; i++) EmitToken(*group[i], tokens_[i]);
+  for (int i = 0; i < n; i++) EmitToken(*group[i], sampled_[i]);
 }
 
 void Engine::Decode() {
@@ -542,7 +543,7 @@ void Engine::Decode() {
   const int B = static_cast<int>(batch.size());
   if (m_.batch_size) m_.batch_size->Observe(B);
   counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, B);
-  Status st = runner_->Decode(views.data(), B, tokens_.data());
+  Status st = runner_->Decode(views.data(), B, sampled_.data());
   if (!st.ok()) {
     for (Sequence* s : batch) {
       Retire(*s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "decode: " + st.message())));
@@ -555,11 +556,30 @@ void Engine::Decode() {
     s.kv_tokens.push_back(s.last_token);  // its K/V is in the cache now
     s.cached += 1;
     if (s.cached % bs == 0) CacheFullBlocks(s, s.cached / bs, /*ready=*/true);
-    EmitToken(s, tokens_[b]);
+    EmitToken(s, sampled_[b]);
   }
 }
 
-bool Engine::EmitToken(Sequence& s, int32_t tok) {
+std::shared_ptr<const stream::TokenLogprobs> Engine::LogprobsOf(const SampledToken& sampled) const {
+  if (!sampled.has_logprobs) return nullptr;
+  auto lp = std::make_shared<stream::TokenLogprobs>();
+  auto entry = [&](int32_t id, double logprob) {
+    return stream::TokenLogprob{id, logprob, std::string(tokenizer_->TokenBytes(id))};
+  };
+  lp->sampled = entry(sampled.id, sampled.logprob);
+  const int n = std::clamp(sampled.top_count, 0, kMaxTopLogprobs);
+  lp->top.reserve(static_cast<size_t>(n));
+  for (int j = 0; j < n; j++) lp->top.push_back(entry(sampled.top_ids[j], sampled.top_logprobs[j]));
+  return lp;
+}
+
+bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
+  const int32_t tok = sampled.id;
+  auto token_event = [&](int index, std::string text) {
+    stream::Event e = stream::Event::Token(index, tok, std::move(text));
+    e.logprobs = LogprobsOf(sampled);
+    return e;
+  };
   const int index = s.produced++;
   s.last_token = tok;
   counters_.tokens_generated++;
@@ -567,13 +587,13 @@ bool Engine::EmitToken(Sequence& s, int32_t tok) {
     // The eos token is reported with only the held-back text.
     std::string tail = s.text.Push(s.utf8.Flush()).text;
     tail += s.text.Flush();
-    s.stream->Append(stream::Event::Token(index, tok, std::move(tail)));
+    s.stream->Append(token_event(index, std::move(tail)));
     Retire(s, DoneOf(s, stream::FinishReason::kEos));
     return true;
   }
   backend::TextAssembler::Step step = s.text.Push(s.utf8.Push(tokenizer_->TokenBytes(tok)));
   if (step.stopped) {
-    s.stream->Append(stream::Event::Token(index, tok, std::move(step.text)));
+    s.stream->Append(token_event(index, std::move(step.text)));
     Retire(s, DoneOf(s, stream::FinishReason::kStop));
     return true;
   }
@@ -582,11 +602,11 @@ bool Engine::EmitToken(Sequence& s, int32_t tok) {
     // stop-string prefix) in its text.
     std::string tail = step.text + s.text.Push(s.utf8.Flush()).text;
     tail += s.text.Flush();
-    s.stream->Append(stream::Event::Token(index, tok, std::move(tail)));
+    s.stream->Append(token_event(index, std::move(tail)));
     Retire(s, DoneOf(s, stream::FinishReason::kLength));
     return true;
   }
-  s.stream->Append(stream::Event::Token(index, tok, std::move(step.text)));
+  s.stream->Append(token_event(index, std::move(step.text)));
   return false;
 }
 

@@ -244,9 +244,12 @@ class Engine : public backend::Backend {
   void Decode();
   // The runner's view of a sequence appending `tokens[0..n)`.
   static SeqView ViewOf(const Sequence& s, const int32_t* tokens, int n);
-  // Appends the token event for `tok` and finishes the sequence if this
-  // token ends it (returns true then).
-  bool EmitToken(Sequence& s, int32_t tok);
+  // Appends the token event for `sampled` (with its log-probabilities when
+  // the request asked) and finishes the sequence if this token ends it
+  // (returns true then).
+  bool EmitToken(Sequence& s, const SampledToken& sampled);
+  // The event's typed log-probabilities for a row that asked.
+  std::shared_ptr<const stream::TokenLogprobs> LogprobsOf(const SampledToken& sampled) const;
   // The one place a sequence ends: finishes its stream (once) with
   // `terminal`, releases its blocks (if it had any) and marks it for
   // removal from the lists.
@@ -287,7 +290,7 @@ class Engine : public backend::Backend {
 
   // Owned by the engine thread:
   std::unique_ptr<BlockPool> pool_;
-  std::vector<int32_t> tokens_;   // (max_batch) the tokens the runner drew
+  std::vector<SampledToken> sampled_;  // (max_batch) what the runner drew
   // A step's lists (capacity max_batch, reserved by Create, cleared before
   // each use): the step loop allocates nothing for them.
   struct StepScratch {

@@ -9,9 +9,11 @@
 // its threads or device, the logits and the samplers. One step crosses the
 // seam as a list of SeqViews — each sequence's block table (owned by the
 // engine), how many of its tokens are already cached, the tokens to append
-// now, and what sampling needs for the row — and comes back as one token id
-// per sequence. Logits never cross it (a GPU's batch-32 logits are 6.4 MB
-// a step).
+// now, and what sampling needs for the row — and comes back as one
+// SampledToken per sequence: the token id and, only for a row that asks
+// (SamplingRow::logprobs >= 0), its log-probability and the top-k
+// alternatives (k <= kMaxTopLogprobs, in a fixed-size array). Logits never
+// cross it (a GPU's batch-32 logits are 6.4 MB a step).
 //
 // Sampling's randomness is counter-based (common/counter_rng.h): the row's
 // draw uses CounterUniform(seed, counter), with counter = the index of the
@@ -66,7 +68,34 @@ struct SamplingRow {
   float top_p = 1.0f;        // >= 1: off
   uint64_t seed = 0;         // the request's seed
   uint64_t counter = 0;      // which draw: the token's index in the completion
+  // -1: no log-probabilities; 0..kMaxTopLogprobs: the sampled token's
+  // log-probability and this many most likely alternatives.
+  int logprobs = -1;
 };
+
+// The most alternatives a row may ask for (OpenAI's bound on logprobs and
+// top_logprobs).
+inline constexpr int kMaxTopLogprobs = 20;
+
+// What a runner returns for one row. The log-probabilities are those of the
+// distribution the row is sampled from, softmax(logits / T), computed in
+// double over the whole vocabulary, before any top-k / top-p cut; a greedy
+// row (T <= 0) reports the T = 1 distribution. Values below
+// kMinLogprob (and -inf) are reported as kMinLogprob (model/sampling.h,
+// ComputeLogprobs, is the one implementation every runner uses).
+struct SampledToken {
+  int32_t id = 0;
+  bool has_logprobs = false;  // the row asked (SamplingRow::logprobs >= 0)
+  double logprob = 0.0;       // log P(id)
+  int top_count = 0;          // 0..kMaxTopLogprobs
+  // The top_count most likely ids, most likely first (ties: lower id first).
+  int32_t top_ids[kMaxTopLogprobs] = {};
+  double top_logprobs[kMaxTopLogprobs] = {};
+};
+
+// The floor a log-probability is reported at (OpenAI reports -9999.0 for a
+// token of probability 0; JSON has no -inf).
+inline constexpr double kMinLogprob = -9999.0;
 
 // One sequence in a step. The pointers are valid during the call only.
 struct SeqView {
@@ -88,14 +117,14 @@ class ModelRunner {
   virtual RunnerLimits limits() const = 0;
 
   // Appends each sequence's tokens to its KV blocks and draws each one's
-  // next token into out[i]. Several sequences in one pass need a total of n
+  // next token into out[i] (with its log-probabilities when the row asks). Several sequences in one pass need a total of n
   // <= limits().max_prefill_tokens; one sequence may be longer (the runner
   // splits it). Each sequence's result is what it would be alone. On error
   // nothing was appended (the engine may retry the sequences one by one).
-  virtual Status Prefill(const SeqView* seqs, int count, int32_t* out) = 0;
+  virtual Status Prefill(const SeqView* seqs, int count, SampledToken* out) = 0;
   // One decode step: every sequence has n == 1; count <= limits().max_batch.
   // On error nothing was appended.
-  virtual Status Decode(const SeqView* seqs, int count, int32_t* out) = 0;
+  virtual Status Decode(const SeqView* seqs, int count, SampledToken* out) = 0;
 };
 
 // Blocks needed to hold `tokens` tokens.

@@ -65,7 +65,7 @@ Status CpuRunner::Load(const engine::SeqView* seqs, int count) {
   return Status::Ok();
 }
 
-Status CpuRunner::Prefill(const engine::SeqView* seqs, int count, int32_t* out) {
+Status CpuRunner::Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   if (Status s = Load(seqs, count); !s.ok()) return s;
   Status st;
   if (count == 1) {
@@ -84,7 +84,7 @@ Status CpuRunner::Prefill(const engine::SeqView* seqs, int count, int32_t* out) 
   return Status::Ok();
 }
 
-Status CpuRunner::Decode(const engine::SeqView* seqs, int count, int32_t* out) {
+Status CpuRunner::Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   if (Status s = Load(seqs, count); !s.ok()) return s;
   tokens_.clear();
   for (int i = 0; i < count; i++) {
@@ -98,12 +98,17 @@ Status CpuRunner::Decode(const engine::SeqView* seqs, int count, int32_t* out) {
   return Status::Ok();
 }
 
-void CpuRunner::SampleRows(const engine::SeqView* seqs, int count, int32_t* out) {
+void CpuRunner::SampleRows(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   const size_t V = static_cast<size_t>(model_->config().vocab_size);
   auto draw = [&](int i, int worker) {
     const engine::SamplingRow& r = seqs[i].sampling;
     SamplingParams p{r.temperature, r.top_k, r.top_p};
-    out[i] = samplers_[worker]->Sample(logits_.data() + i * V, p, CounterUniform(r.seed, r.counter));
+    const float* row = logits_.data() + i * V;
+    engine::SampledToken& o = out[i];
+    o.id = samplers_[worker]->Sample(row, p, CounterUniform(r.seed, r.counter));
+    o.has_logprobs = false;
+    o.top_count = 0;
+    if (r.logprobs >= 0) ComputeLogprobs(row, static_cast<int>(V), r.temperature, r.logprobs, &o);
   };
   if (count > 1) {
     pool_->ParallelFor(count, draw);

@@ -8,7 +8,9 @@
 // engine::SeqViews (block tables owned by the engine), go through
 // Gpt2Forward (Prefill for one sequence, chunked; PrefillBatch for several;
 // DecodeBatch), and leave as one sampled token id each: each row's uniform
-// is CounterUniform(seed, counter), rows sampled in parallel on the pool.
+// is CounterUniform(seed, counter), rows sampled in parallel on the pool; a
+// row that asks for log-probabilities gets them from ComputeLogprobs on the
+// same logits (model/sampling.h).
 //
 // Threads: one caller (the engine thread) at a time; the work spreads over
 // the pool. Memory: everything is allocated in Create (the KV pool,
@@ -40,8 +42,8 @@ class CpuRunner : public engine::ModelRunner {
   const char* kind() const override { return "cpu"; }
   engine::ModelShape shape() const override;
   engine::RunnerLimits limits() const override { return limits_; }
-  Status Prefill(const engine::SeqView* seqs, int count, int32_t* out) override;
-  Status Decode(const engine::SeqView* seqs, int count, int32_t* out) override;
+  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
+  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
 
   size_t kv_pool_bytes() const { return kv_->bytes(); }
   size_t packed_weight_bytes() const { return forward_->packed_weight_bytes(); }
@@ -50,8 +52,9 @@ class CpuRunner : public engine::ModelRunner {
   CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits);
   // Copies the views' tables and lengths into states_[0..count).
   Status Load(const engine::SeqView* seqs, int count);
-  // Draws out[i] from row i of logits_, rows spread over the pool.
-  void SampleRows(const engine::SeqView* seqs, int count, int32_t* out);
+  // Draws out[i] from row i of logits_ (and its log-probabilities when
+  // asked), rows spread over the pool.
+  void SampleRows(const engine::SeqView* seqs, int count, engine::SampledToken* out);
 
   const std::shared_ptr<const Gpt2Model> model_;
   const engine::RunnerLimits limits_;

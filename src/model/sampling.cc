@@ -93,6 +93,48 @@ int32_t Argmax(const float* logits, int n) {
   return 0;  // every value NaN
 }
 
+void ComputeLogprobs(const float* logits, int vocab, float temperature, int k, engine::SampledToken* out) {
+  const double inv_t = temperature > 0.0f ? 1.0 / static_cast<double>(temperature) : 1.0;
+  k = std::clamp(k, 0, std::min(engine::kMaxTopLogprobs, vocab));
+  // The scaled logits z = logit / T; log P(i) = z_i - (max z + log sum exp(z - max z)).
+  double mx = -INFINITY;
+  for (int i = 0; i < vocab; ++i) {
+    if (logits[i] > mx) mx = logits[i];  // NaN compares false: skipped
+  }
+  mx *= inv_t;
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i) {
+    const double z = static_cast<double>(logits[i]) * inv_t;
+    if (z > -INFINITY) sum += std::exp(z - mx);  // NaN and -inf weigh 0
+  }
+  const double log_z = std::isfinite(mx) && sum > 0 ? mx + std::log(sum) : INFINITY;
+  auto logprob = [&](int32_t id) {
+    const double z = static_cast<double>(logits[id]) * inv_t;
+    const double lp = z - log_z;
+    return lp > engine::kMinLogprob ? lp : engine::kMinLogprob;  // also NaN and -inf
+  };
+  out->has_logprobs = true;
+  out->logprob = out->id >= 0 && out->id < vocab ? logprob(out->id) : engine::kMinLogprob;
+  // Top k by logit (the order every cut uses: larger first, then lower id),
+  // kept sorted in the fixed array by insertion: ~vocab comparisons with the
+  // k-th value, k * k moves at most per insertion.
+  int n = 0;
+  int32_t* ids = out->top_ids;
+  auto before = RankBefore(logits);
+  for (int32_t i = 0; i < vocab && k > 0; ++i) {
+    if (std::isnan(logits[i])) continue;
+    if (n == k && !before(i, ids[n - 1])) continue;
+    int j = n < k ? n++ : k - 1;
+    while (j > 0 && before(i, ids[j - 1])) {
+      ids[j] = ids[j - 1];
+      --j;
+    }
+    ids[j] = i;
+  }
+  out->top_count = n;
+  for (int j = 0; j < n; ++j) out->top_logprobs[j] = logprob(ids[j]);
+}
+
 Sampler::Sampler(int vocab_size)
     : vocab_size_(vocab_size < 1 ? 1 : vocab_size),
       prob_(vocab_size_),

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/runner.h"
+
 namespace tw::model {
 
 // xoshiro256** (Blackman & Vigna's algorithm, our implementation), seeded
@@ -42,6 +44,15 @@ struct SamplingParams {
 // Index of the largest value; the lowest index among equal maxima. n >= 1.
 // NaN values are never chosen unless every value is NaN (then 0).
 int32_t Argmax(const float* logits, int n);
+
+// The log-probabilities a row asks for (engine::SampledToken's semantics):
+// log softmax(logits / T) in double over all `vocab` ids, T = temperature,
+// or 1 when temperature <= 0 (greedy); NaN logits count as -inf. Fills
+// out->logprob for out->id (set by the caller) and the k (0..20) most likely
+// ids with theirs, most likely first, ties toward the lower id; values are
+// floored at engine::kMinLogprob. Allocates nothing; one pass for the
+// maximum, one for the sum, one for the top k.
+void ComputeLogprobs(const float* logits, int vocab, float temperature, int k, engine::SampledToken* out);
 
 class Sampler {
  public:

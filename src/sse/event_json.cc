@@ -9,6 +9,31 @@ namespace {
 
 void AppendInt(std::string* out, int64_t v) { *out += std::to_string(v); }
 
+void AppendDouble(std::string* out, double v) {
+  std::string s;
+  json::Writer w(&s);
+  w.Double(v);
+  *out += s;
+}
+
+// ,"logprob":-0.51,"top":[{"id":6342,"text":" Paris","logprob":-0.51},…]
+void AppendLogprobs(std::string* out, const stream::TokenLogprobs& lp) {
+  *out += ",\"logprob\":";
+  AppendDouble(out, lp.sampled.logprob);
+  *out += ",\"top\":[";
+  for (size_t i = 0; i < lp.top.size(); i++) {
+    if (i > 0) *out += ',';
+    *out += "{\"id\":";
+    AppendInt(out, lp.top[i].id);
+    *out += ",\"text\":";
+    json::AppendQuoted(out, lp.top[i].bytes);
+    *out += ",\"logprob\":";
+    AppendDouble(out, lp.top[i].logprob);
+    *out += '}';
+  }
+  *out += ']';
+}
+
 // The data object's members, without the braces.
 void AppendMembers(std::string* out, const stream::Event& ev, const EventContext& ctx) {
   switch (ev.type) {
@@ -25,6 +50,7 @@ void AppendMembers(std::string* out, const stream::Event& ev, const EventContext
       AppendInt(out, ev.token);
       *out += ",\"text\":";
       json::AppendQuoted(out, ev.text);
+      if (ev.logprobs) AppendLogprobs(out, *ev.logprobs);
       if (ev.lab_pad_bytes > 0) {
         *out += ",\"pad\":\"";
         out->append(ev.lab_pad_bytes, '.');

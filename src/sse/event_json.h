@@ -4,6 +4,9 @@
 //
 //   start  {"stream":"s_…","model":"gpt2","prompt_tokens":5}
 //   token  {"index":0,"token":6342,"text":" Paris"}
+//          with logprobs asked ("logprobs": k): …,"logprob":-0.51,"top":[{"id":6342,
+//          "text":" Paris","logprob":-0.51},…] (k entries, most likely first;
+//          a token's text is its bytes, invalid UTF-8 written as U+FFFD)
 //   done   {"finish_reason":"length","usage":{"prompt_tokens":5,"completion_tokens":64}}
 //   error  {"type":"queue_timeout","message":"…","retryable":true} (json/error_json.h)
 // A lab event (--lab-pad-bytes) adds "pad":"…." to the token object.

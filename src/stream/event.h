@@ -13,12 +13,14 @@
 // never changed by it afterwards (it is shared as EventPtr, a pointer to
 // const). `wire` is mutable and touched by the I/O thread only.
 // Memory: the fixed fields, the token's text (a few bytes), an error's
-// message, and at most kWireFormats encodings of the event.
+// message, a token's log-probabilities when its request asked (at most 21
+// entries of a few bytes), and at most kWireFormats encodings of the event.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/api_error.h"
 
@@ -38,6 +40,20 @@ const char* FinishReasonName(FinishReason r);  // "length", "stop", "eos", "canc
 enum class Wire : uint8_t { kSse = 0, kWebSocket = 1 };
 inline constexpr int kWireFormats = 2;
 
+// One token's log-probability: its id, log P (double, >= -9999) and its
+// bytes (the tokenizer's, not necessarily valid UTF-8: an edge writes them).
+struct TokenLogprob {
+  int32_t id = 0;
+  double logprob = 0.0;
+  std::string bytes;
+};
+// A token event's log-probabilities (engine::SampledToken's semantics): the
+// sampled token's and the most likely alternatives, most likely first.
+struct TokenLogprobs {
+  TokenLogprob sampled;
+  std::vector<TokenLogprob> top;  // 0..20 entries, as many as asked
+};
+
 struct Event {
   uint64_t seq = 0;  // set by Stream::Append: 1, 2, 3, … within a stream
   EventType type = EventType::kToken;
@@ -49,6 +65,7 @@ struct Event {
   uint32_t lab_pad_bytes = 0;     // lab (--lab-pad-bytes): the edge adds a "pad" field this long
   std::string text;               // token: the UTF-8 delta ("" while text is held back)
   std::shared_ptr<const ApiError> error;  // error events: type, message, retryable
+  std::shared_ptr<const TokenLogprobs> logprobs;  // token: set only when the request asked
 
   // I/O thread only: the event's bytes in each Wire format ("" = not yet).
   mutable std::string wire[kWireFormats];

@@ -207,11 +207,14 @@ TEST(CompletionsParse, EveryRejectionNamesItsParam) {
        "stream_options.include_usage", ""},
       {R"({"model":"gpt2","prompt":"x","stream":true,"stream_options":{"continuous_usage_stats":true}})",
        400, "stream_options.continuous_usage_stats", ""},
-      {R"({"model":"gpt2","prompt":"x","n":2})", 400, "n", ""},
+      {R"({"model":"gpt2","prompt":"x","n":0})", 400, "n", ""},
+      {R"({"model":"gpt2","prompt":"x","n":17})", 400, "n", ""},
+      {R"({"model":"gpt2","prompt":"x","n":1.5})", 400, "n", ""},
       {R"({"model":"gpt2","prompt":"x","best_of":3})", 400, "best_of", ""},
       {R"({"model":"gpt2","prompt":"x","echo":true})", 400, "echo", ""},
-      {R"({"model":"gpt2","prompt":"x","logprobs":1})", 400, "logprobs", ""},
-      {R"({"model":"gpt2","prompt":"x","logprobs":0})", 400, "logprobs", ""},
+      {R"({"model":"gpt2","prompt":"x","logprobs":21})", 400, "logprobs", ""},
+      {R"({"model":"gpt2","prompt":"x","logprobs":-1})", 400, "logprobs", ""},
+      {R"({"model":"gpt2","prompt":"x","logprobs":true})", 400, "logprobs", ""},
       {R"({"model":"gpt2","prompt":"x","suffix":"end"})", 400, "suffix", ""},
       {R"({"model":"gpt2","prompt":"x","presence_penalty":0.5})", 400, "presence_penalty", ""},
       {R"({"model":"gpt2","prompt":"x","frequency_penalty":-1})", 400, "frequency_penalty", ""},
@@ -718,7 +721,7 @@ TEST(Completions, ErrorsBeforeTheFirstByte) {
   ExpectOpenAiError(post(R"({"model":"gpt2","prompt":"x"})", &status), "invalid_request_error", "model",
                     "model_not_found");
   EXPECT_EQ(status, 404);
-  ExpectOpenAiError(post(R"({"model":"mock-gpt2","prompt":"x","n":2,"stream":true})", &status),
+  ExpectOpenAiError(post(R"({"model":"mock-gpt2","prompt":"x","n":17,"stream":true})", &status),
                     "invalid_request_error", "n", "");
   EXPECT_EQ(status, 400);
   ExpectOpenAiError(post(R"({"model":"mock-gpt2","prompt":"x","max_tokens":20001})", &status),

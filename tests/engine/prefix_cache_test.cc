@@ -527,6 +527,46 @@ TEST(PrefixCacheHttp, TheFlagReachesTheEngineAndTheCountersAreServed) {
   EXPECT_NE(metrics.find("\ntokenwire_kv_blocks_cached "), std::string::npos);
 }
 
+// `n` samples of one prompt through /v1/completions (choice i drawn with
+// seed + i): the same choices with the cache off and on, and with it on the
+// later choices share the prompt's blocks.
+TEST(PrefixCacheHttp, NSamplesOfOnePromptShareItsBlocks) {
+  std::string prompt;
+  for (int i = 0; i < 6; i++) prompt += "A prompt that several samples share, block after block. ";
+  const std::string body =
+      R"({"model":"tiny-gpt2","prompt":")" + prompt + R"(","max_tokens":10,"temperature":0.9,"seed":7,"n":4})";
+  auto choices = [&](AppServer& srv) {
+    json::Value v = srv.CallJson("POST", "/v1/completions", body);
+    std::vector<std::string> texts(4);
+    const json::Value* cs = v.Find("choices");
+    EXPECT_TRUE(cs != nullptr && cs->items().size() == 4) << json::Serialize(v);
+    if (cs == nullptr) return texts;
+    for (const json::Value& c : cs->items()) {
+      const int64_t i = c.Find("index")->as_int();
+      if (i >= 0 && i < 4) texts[static_cast<size_t>(i)] = c.Find("text")->as_string();
+    }
+    return texts;
+  };
+  const std::vector<std::string> common = {"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"),
+                                           "--threads", "1"};
+  std::vector<std::string> off_flags = common;
+  off_flags.insert(off_flags.end(), {"--prefix-cache", "off"});
+  AppServer off(off_flags);
+  const std::vector<std::string> want = choices(off);
+  EXPECT_NE(want[0], want[1]) << "seed + i: the samples differ";
+  AppServer on(common);
+  EXPECT_EQ(choices(on), want);
+  json::Value engine;
+  ASSERT_TRUE(WaitUntil([&] {
+    engine = *on.Stats().Find("engine");
+    return engine.Find("finished")->as_int() == 4;
+  }));
+  const int64_t prompt_tokens = engine.Find("prefix_cache_queries")->as_int() / 4;
+  EXPECT_GT(prompt_tokens, 32);
+  EXPECT_EQ(engine.Find("prefix_cache_hits")->as_int(), 3 * ((prompt_tokens - 1) / 16 * 16))
+      << "choices 1..3 share the prompt's whole blocks (all but its last token)";
+}
+
 INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, PrefixCacheEngine, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Seeded" : "Greedy"; });
 

@@ -4,9 +4,13 @@
 // feed back each sequence's last token, advance `cached` by what it
 // appended, number each draw by its token index, hand a step block tables
 // that cover what is appended and never share a block that is written (a
-// shared prefix block lies wholly below `cached`), and release every block.
+// shared prefix block lies wholly below `cached`), and release every block;
+// a row's log-probabilities (asked for per request) reach its token events,
+// typed, with each token's bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -30,7 +34,14 @@ class FakeRunner : public engine::ModelRunner {
     return static_cast<int32_t>(1 + (seed * 7919 + counter * 104729) % 50000);
   }
 
-  Status Prefill(const engine::SeqView* seqs, int count, int32_t* out) override {
+  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
+    {
+      // Held (HoldFirstPrefill) until Release: the requests submitted
+      // meanwhile reach the engine's next step together, whatever the
+      // machine's load.
+      std::unique_lock<std::mutex> lock(hold_mu_);
+      hold_cv_.wait(lock, [&] { return !hold_; });
+    }
     std::lock_guard<std::mutex> lock(mu_);
     Check(seqs, count);
     for (int i = 0; i < count; i++) {
@@ -39,14 +50,15 @@ class FakeRunner : public engine::ModelRunner {
       EXPECT_EQ(v.sampling.counter, 0u) << "the first draw is draw 0";
       State& st = state_[v.sampling.seed];
       st.prompt = v.cached + v.n;
-      st.last = out[i] = TokenFor(v.sampling.seed, 0);
+      st.last = out[i].id = TokenFor(v.sampling.seed, 0);
+      FillLogprobs(v.sampling, &out[i]);
       prefilled_tokens_ += v.n;
     }
     prefills_++;
     return Status::Ok();
   }
 
-  Status Decode(const engine::SeqView* seqs, int count, int32_t* out) override {
+  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
     std::lock_guard<std::mutex> lock(mu_);
     Check(seqs, count);
     EXPECT_LE(count, limits_.max_batch);
@@ -62,10 +74,32 @@ class FakeRunner : public engine::ModelRunner {
       EXPECT_EQ(v.tokens[0], st.last) << "the engine feeds back the last token";
       const uint64_t k = static_cast<uint64_t>(v.cached - st.prompt + 1);
       EXPECT_EQ(v.sampling.counter, k) << "draw k after k tokens";
-      st.last = out[i] = TokenFor(v.sampling.seed, k);
+      st.last = out[i].id = TokenFor(v.sampling.seed, k);
+      FillLogprobs(v.sampling, &out[i]);
     }
     decodes_++;
     return Status::Ok();
+  }
+
+  // A row that asks gets k alternatives: ids id, id+1, …; log P = -0.25 - j.
+  static void FillLogprobs(const engine::SamplingRow& r, engine::SampledToken* o) {
+    o->has_logprobs = r.logprobs >= 0;
+    o->top_count = std::max(0, r.logprobs);
+    o->logprob = -0.25;
+    for (int j = 0; j < o->top_count; j++) {
+      o->top_ids[j] = o->id + j;
+      o->top_logprobs[j] = -0.25 - j;
+    }
+  }
+
+  void HoldFirstPrefill() {
+    std::lock_guard<std::mutex> lock(hold_mu_);
+    hold_ = true;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(hold_mu_);
+    hold_ = false;
+    hold_cv_.notify_all();
   }
 
   int prefills() {
@@ -106,6 +140,9 @@ class FakeRunner : public engine::ModelRunner {
   }
   const engine::RunnerLimits limits_;
   std::mutex mu_;
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  bool hold_ = false;
   std::map<uint64_t, State> state_;  // by seed (each request here has its own)
   int prefills_ = 0, decodes_ = 0;
   int prefilled_tokens_ = 0;
@@ -122,6 +159,7 @@ TEST_P(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
   o.prefill_batch_tokens = 16;
   engine::RunnerLimits limits = engine::RunnerLimitsFor(o, 128);
   auto runner = std::make_unique<FakeRunner>(limits);
+  runner->HoldFirstPrefill();
   FakeRunner* fake = runner.get();
   std::unique_ptr<engine::Engine> e;
   ASSERT_TRUE(engine::Engine::Create(std::move(runner), &TinyModel::Get().tokenizer, o, &e).ok());
@@ -138,6 +176,7 @@ TEST_P(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
     streams.push_back(NewStream("s" + std::to_string(i)));
     ASSERT_TRUE(e->Submit(streams.back(), r, nullptr));
   }
+  fake->Release();
   for (int i = 0; i < kRequests; i++) {
     Outcome out = WaitAndRead(*streams[i]);
     EXPECT_EQ(out.finish_reason, "length");
@@ -162,6 +201,55 @@ TEST_P(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
 
 INSTANTIATE_TEST_SUITE_P(PrefixCache, RunnerSeam, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "On" : "Off"; });
+
+TEST(RunnerSeamLogprobs, LogprobsAskedForReachTheTokenEventsTyped) {
+  engine::EngineOptions o;
+  o.max_batch = 4;
+  o.block_size_tokens = 8;
+  o.num_kv_blocks = 40;
+  engine::RunnerLimits limits = engine::RunnerLimitsFor(o, 128);
+  std::unique_ptr<engine::Engine> e;
+  ASSERT_TRUE(engine::Engine::Create(std::make_unique<FakeRunner>(limits), &TinyModel::Get().tokenizer, o, &e).ok());
+  const int kAsk[] = {-1, 0, 3, 20};
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  for (int i = 0; i < 4; i++) {
+    backend::GenerationRequest r;
+    r.prompt_tokens = {100, 101};
+    r.max_new_tokens = 4;
+    r.temperature = 1.0f;
+    r.seed = 2000 + i;
+    r.has_seed = true;
+    r.logprobs = kAsk[i];
+    streams.push_back(NewStream("lp" + std::to_string(i)));
+    ASSERT_TRUE(e->Submit(streams.back(), r, nullptr));
+  }
+  for (int i = 0; i < 4; i++) {
+    ASSERT_EQ(WaitAndRead(*streams[i]).finish_reason, "length");
+    std::vector<stream::EventPtr> evs;
+    ASSERT_TRUE(streams[i]->ReadFrom(1, 1 << 20, &evs));
+    int tokens = 0;
+    for (const auto& ev : evs) {
+      if (ev->type != stream::EventType::kToken) continue;
+      tokens++;
+      if (kAsk[i] < 0) {
+        EXPECT_EQ(ev->logprobs, nullptr) << "request " << i << " did not ask";
+        continue;
+      }
+      ASSERT_NE(ev->logprobs, nullptr) << "request " << i;
+      const stream::TokenLogprobs& lp = *ev->logprobs;
+      EXPECT_EQ(lp.sampled.id, ev->token);
+      EXPECT_EQ(lp.sampled.logprob, -0.25);
+      EXPECT_EQ(lp.sampled.bytes, TinyModel::Get().tokenizer.TokenBytes(ev->token));
+      ASSERT_EQ(lp.top.size(), static_cast<size_t>(kAsk[i]));
+      for (int j = 0; j < kAsk[i]; j++) {
+        EXPECT_EQ(lp.top[j].id, ev->token + j);
+        EXPECT_EQ(lp.top[j].logprob, -0.25 - j);
+        EXPECT_EQ(lp.top[j].bytes, TinyModel::Get().tokenizer.TokenBytes(ev->token + j));
+      }
+    }
+    EXPECT_EQ(tokens, 4);
+  }
+}
 
 }  // namespace
 }  // namespace tw::testing

@@ -1,7 +1,13 @@
-// libFuzzer target for the two request parsers of the API layer: our
-// generation request (api::ParseGenerationRequest, DESIGN.md §4) and OpenAI's
-// completions request (api::ParseCompletionRequest, docs/openai.md). For any
+// libFuzzer target for the request parsers of the API layer: our
+// generation request (api::ParseGenerationRequest, DESIGN.md §4), OpenAI's
+// completions and chat requests (api::ParseCompletionRequest,
+// api::ParseChatRequest, docs/openai.md), and the chat template file
+// (api::ChatTemplate::Parse, the same bytes read as a template). For any
 // input bytes:
+// - the template parses, or is refused with "line L, byte B: …", B inside
+//   the input;
+// - a chat request is accepted, with its template's stop strings among its
+//   stops and its prompt within the context, or refused with a 4xx;
 // - each parser accepts, or refuses with a 4xx status and a non-empty message
 //   (an invalid_json refusal names a byte offset inside the input);
 // - a completions request it accepts maps (ToGeneration) onto our typed
@@ -13,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/chat.h"
 #include "api/completions.h"
 #include "api/generation_request.h"
 #include "fuzz/embedded_tokenizer.h"
@@ -42,6 +49,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const tw::tokenizer::Tokenizer& tok = tw::fuzz::EmbeddedTokenizer();
   RequestBounds bounds;
   bounds.vocab_size = static_cast<int>(tok.vocab_size());
+
+  ChatTemplate tmpl;
+  if (tw::Status ts = ChatTemplate::Parse(body, &tmpl); !ts.ok()) {
+    unsigned line = 0, byte = 0;
+    if (std::sscanf(ts.message().c_str(), "line %u, byte %u: ", &line, &byte) != 2 || line < 1 || byte > size) {
+      Fail("template refusal without a line and a byte inside the input: " + ts.message());
+    }
+  }
+
+  const ChatTemplate plain = ChatTemplate::Plain();
+  ChatRequest chat;
+  tw::ApiError che;
+  if (!ParseChatRequest(body, tok, bounds, "gpt2", plain, &chat, &che)) {
+    CheckRefusal(che, size, "chat");
+  } else {
+    const tw::backend::GenerationRequest cg = ChatToGeneration(chat);
+    if (cg.prompt_tokens.empty()) Fail("chat: an empty prompt");
+    if (static_cast<int64_t>(cg.prompt_tokens.size()) + cg.max_new_tokens > bounds.context_length) {
+      Fail("chat: prompt + max_new_tokens over the context");
+    }
+    for (const std::string& s : plain.stop()) {
+      bool found = false;
+      for (const std::string& t : cg.stop) found |= t == s;
+      if (!found) Fail("chat: the template's stop string is missing");
+    }
+    if (chat.shared.n < 1 || chat.shared.n > kMaxChoices || chat.logprobs > kMaxLogprobs) Fail("chat: n or logprobs out of bounds");
+  }
 
   ParsedGeneration g;
   tw::ApiError e;

@@ -32,6 +32,7 @@
 #include "model/kv_cache.h"
 #include "model/gpt2.h"
 #include "model/random_weights.h"
+#include "model/sampling.h"
 #include "support/chunking.h"
 #include "support/numeric.h"
 
@@ -116,6 +117,56 @@ engine::RunnerLimits Limits(int max_batch, int blocks) {
 
 std::vector<int32_t> TopK(const float* logits, int V, int k) { return TopIds(logits, V, k); }
 
+// A row that asks for log-probabilities: its logits come to the host and go
+// through the CPU's model::ComputeLogprobs, so the result equals that
+// function on the step's logits (CudaLastLogits) exactly, and the golden
+// float64 log-softmax within 3e-4; a row that does not ask gets none, and
+// its draw is the same either way.
+TEST(CudaRunner, LogprobsOfTheRowsThatAskEqualTheCpuCodeOnTheSameLogits) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  std::vector<Golden> cases = LoadGolden(V);
+  std::unique_ptr<engine::ModelRunner> r;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), cuda::CudaRunnerOptions{}, &r));
+  std::vector<Seq> seqs(cases.size());
+  std::vector<engine::SeqView> views;
+  for (size_t c = 0; c < cases.size(); c++) {
+    seqs[c].prompt = cases[c].prompt;
+    for (int b = 0; b < 4; b++) seqs[c].table.push_back(static_cast<int32_t>(c * 4 + b));
+    engine::SeqView v = seqs[c].Prefill();
+    v.sampling.temperature = c == 0 ? 0.0f : 0.8f;
+    v.sampling.seed = 7 + c;
+    v.sampling.logprobs = c == 3 ? -1 : static_cast<int>(5 * c);
+    views.push_back(v);
+  }
+  std::vector<engine::SampledToken> out(views.size());
+  TW_ASSERT_OK(r->Prefill(views.data(), static_cast<int>(views.size()), out.data()));
+  std::vector<float> logits;
+  TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), static_cast<int>(views.size()), &logits));
+  for (size_t c = 0; c < cases.size(); c++) {
+    if (views[c].sampling.logprobs < 0) {
+      EXPECT_FALSE(out[c].has_logprobs);
+      continue;
+    }
+    engine::SampledToken want;
+    want.id = out[c].id;
+    model::ComputeLogprobs(logits.data() + c * V, V, views[c].sampling.temperature, views[c].sampling.logprobs, &want);
+    ASSERT_TRUE(out[c].has_logprobs) << c;
+    EXPECT_EQ(out[c].logprob, want.logprob) << c;
+    ASSERT_EQ(out[c].top_count, want.top_count) << c;
+    for (int j = 0; j < want.top_count; j++) {
+      EXPECT_EQ(out[c].top_ids[j], want.top_ids[j]) << c << " rank " << j;
+      EXPECT_EQ(out[c].top_logprobs[j], want.top_logprobs[j]) << c << " rank " << j;
+    }
+    // Against the golden logits' log-softmax (float64), the sampled token's.
+    engine::SampledToken golden;
+    golden.id = out[c].id;
+    model::ComputeLogprobs(cases[c].last_logits.data(), V, views[c].sampling.temperature, 0, &golden);
+    EXPECT_NEAR(out[c].logprob, golden.logprob, 3e-4 / 0.8) << c;
+  }
+}
+
 class CudaRunnerGolden : public ::testing::TestWithParam<bool> {};
 
 TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
@@ -139,8 +190,9 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
     s.prompt = g.prompt;
     ASSERT_TRUE(alloc.Alloc(engine::BlocksFor(static_cast<int>(g.prompt.size() + g.greedy.size()), 16), &s.table));
     engine::SeqView v = s.Prefill();
-    int32_t tok = -1;
-    TW_ASSERT_OK(r->Prefill(&v, 1, &tok));
+    engine::SampledToken out;
+    TW_ASSERT_OK(r->Prefill(&v, 1, &out));
+    int32_t tok = out.id;
     std::vector<float> logits;
     TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
     EXPECT_TRUE(AllClose(logits, g.last_logits, static_cast<float>(tol), 0.0f)) << "case " << c;
@@ -159,7 +211,8 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
       s.last = tok;
       s.produced = static_cast<int>(step) + 1;
       engine::SeqView d = s.Decode();
-      TW_ASSERT_OK(r->Decode(&d, 1, &tok));
+      TW_ASSERT_OK(r->Decode(&d, 1, &out));
+      tok = out.id;
       s.cached++;
       TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
       solo[c].push_back(logits);
@@ -175,13 +228,13 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
     ASSERT_TRUE(alloc.Alloc(engine::BlocksFor(static_cast<int>(cases[c].prompt.size() + 40), 16), &seqs[c].table));
     views.push_back(seqs[c].Prefill());
   }
-  std::vector<int32_t> toks(cases.size());
+  std::vector<engine::SampledToken> toks(cases.size());
   TW_ASSERT_OK(r->Prefill(views.data(), 4, toks.data()));
   for (size_t step = 0; step < 40; step++) {
     std::vector<float> logits;
     TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 4, &logits));
     for (size_t c = 0; c < cases.size(); c++) {
-      ASSERT_EQ(toks[c], cases[c].greedy[step]) << "batch, case " << c << " step " << step;
+      ASSERT_EQ(toks[c].id, cases[c].greedy[step]) << "batch, case " << c << " step " << step;
       EXPECT_EQ(0, std::memcmp(logits.data() + c * V, solo[c][step].data(), V * sizeof(float)))
           << "case " << c << " step " << step << ": batch logits differ from solo";
     }
@@ -190,7 +243,7 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
     for (size_t c = 0; c < cases.size(); c++) {
       Seq& s = seqs[c];
       if (step == 0) s.cached = static_cast<int>(s.prompt.size());
-      s.last = toks[c];
+      s.last = toks[c].id;
       s.produced = static_cast<int>(step) + 1;
       views.push_back(s.Decode());
     }
@@ -237,8 +290,9 @@ TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
   std::vector<float> want(V), got;
   TW_ASSERT_OK(fwd->Prefill(&cs, g.prompt.data(), 20, want.data()));
   engine::SeqView v = g.Prefill();
-  int32_t tok = -1;
-  TW_ASSERT_OK(gpu->Prefill(&v, 1, &tok));
+  engine::SampledToken out;
+  TW_ASSERT_OK(gpu->Prefill(&v, 1, &out));
+  int32_t tok = out.id;
   g.cached = 20;
   int steps = 0;
   float worst = 0;
@@ -256,7 +310,8 @@ TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
     g.last = tok;
     g.produced = steps + 1;
     engine::SeqView d = g.Decode();
-    TW_ASSERT_OK(gpu->Decode(&d, 1, &tok));
+    TW_ASSERT_OK(gpu->Decode(&d, 1, &out));
+    tok = out.id;
     g.cached++;
     model::SeqState* one = &cs;
     TW_ASSERT_OK(fwd->DecodeBatch(&one, &g.last, 1, want.data()));
@@ -278,17 +333,17 @@ TEST(CudaRunner, DecodeIsBitwiseTheSameInEveryBucket) {
     for (int k = 0; k < 5 + i % 7; k++) seqs[i].prompt.push_back((i * 104729 + k * 7919) % V);
     for (int b = 0; b < 4; b++) seqs[i].table.push_back(i * 4 + b);
     engine::SeqView v = seqs[i].Prefill();
-    int32_t t;
+    engine::SampledToken t;
     TW_ASSERT_OK(r->Prefill(&v, 1, &t));
     seqs[i].cached = static_cast<int>(seqs[i].prompt.size());
-    seqs[i].last = t;
+    seqs[i].last = t.id;
     seqs[i].produced = 1;
   }
   std::vector<float> first;
   for (int companions : {0, 2, 7, 31}) {
     std::vector<engine::SeqView> views;
     for (int i = 0; i <= companions; i++) views.push_back(seqs[i].Decode());
-    std::vector<int32_t> toks(views.size());
+    std::vector<engine::SampledToken> toks(views.size());
     TW_ASSERT_OK(r->Decode(views.data(), static_cast<int>(views.size()), toks.data()));
     std::vector<float> logits;
     TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));

@@ -17,7 +17,7 @@ let run = null;
 
 function newRun(opts) {
   return {
-    ...opts,               // transport, prompt, maxTokens, slow, slowMs, dropAfter, cancelAfter, seed
+    ...opts,               // transport, prompt, maxTokens, slow, slowMs, dropAfter, cancelAfter, seed, logprobs
     stream: null,          // "s_…" once known
     lastId: 0,
     ids: [],               // every id received, in arrival order
@@ -25,6 +25,7 @@ function newRun(opts) {
     drops: 0,
     resumes: [],           // the `after` of each resume
     tokens: [], text: "",
+    probs: [],             // per token with logprobs: {logprob, alternatives}
     heartbeats: 0,
     finished: false,
     startedAt: performance.now(),
@@ -64,7 +65,8 @@ function onEvent(id, type, data) {
   if (type === "token") {
     run.tokens.push(data.token);
     run.text += data.text;
-    addToken(data.text, id);
+    if (data.logprob !== undefined) run.probs.push({logprob: data.logprob, alternatives: data.top.length});
+    addToken(data.text, id, data);
   }
   updateCheck();
   if (type === "done") return finish(data.finish_reason === "cancelled" ? "cancelled" : "done", data.finish_reason);
@@ -272,7 +274,7 @@ function finish(status, reason) {
     status, finish_reason: reason, transport: run.transport, stream: run.stream,
     ids: run.ids, contiguous, holes: run.holes, duplicates: run.duplicates,
     drops: run.drops, resumes: run.resumes, heartbeats: run.heartbeats,
-    tokens: run.tokens, text: run.text,
+    tokens: run.tokens, text: run.text, probs: run.probs,
   };
   $("result").textContent = JSON.stringify(result);
   document.body.dataset.status = status === "failed" ? "failed" : "done";
@@ -285,6 +287,7 @@ function finish(status, reason) {
 function generationRequest() {
   const r = {prompt: run.prompt, max_new_tokens: run.maxTokens};
   if (run.seed !== null) r.seed = run.seed;
+  if (run.logprobs !== null) r.logprobs = run.logprobs;
   return r;
 }
 
@@ -308,11 +311,51 @@ function logEvent(id, type, data) {
 }
 function logNote(text, cls = "note") { logRow(["", "", text, elapsed()], cls); }
 
-function addToken(text, id) {
+function addToken(text, id, data) {
   const span = document.createElement("span");
   span.textContent = text;
   span.title = `id ${id}`;
+  if (data.logprob !== undefined) {
+    // What the model almost said: shown on pointing at (or clicking, or
+    // tabbing to) the token.
+    span.className = "has-probs";
+    span.tabIndex = 0;
+    span.title += ` · p = ${percent(Math.exp(data.logprob))}`;
+    const show = () => showAlternatives(span, data);
+    span.addEventListener("mouseenter", show);
+    span.addEventListener("click", show);
+    span.addEventListener("focus", show);
+  }
   $("text").appendChild(span);
+}
+const percent = (p) => `${(100 * p).toFixed(p < 0.001 ? 3 : 1)}%`;
+// A bar per alternative (the k most likely tokens at that step), its width
+// the probability; the drawn token's bar highlighted.
+function showAlternatives(span, data) {
+  for (const s of $("text").querySelectorAll(".selected")) s.classList.remove("selected");
+  span.classList.add("selected");
+  const box = $("alts");
+  const head = document.createElement("p");
+  const drawn = data.top.findIndex((a) => a.id === data.token);
+  head.textContent = `token ${data.index}: ${JSON.stringify(data.text)} (id ${data.token}), p = ` +
+      `${percent(Math.exp(data.logprob))}` + (drawn > 0 ? `, the model's choice number ${drawn + 1}` : drawn < 0 ? ", not among the top" : "");
+  const rows = data.top.map((a) => {
+    const row = document.createElement("div");
+    row.className = a.id === data.token ? "alt chosen" : "alt";
+    const label = document.createElement("span");
+    label.className = "label";
+    label.textContent = JSON.stringify(a.text);
+    const bar = document.createElement("div");
+    bar.className = "bar";
+    bar.style.width = `${Math.max(0.2, 100 * Math.exp(a.logprob))}%`;
+    const value = document.createElement("span");
+    value.className = "pct";
+    value.textContent = percent(Math.exp(a.logprob));
+    row.append(label, bar, value);
+    return row;
+  });
+  box.replaceChildren(head, ...rows);
+  box.hidden = false;
 }
 function markResume() {
   const mark = document.createElement("span");
@@ -411,6 +454,7 @@ function optionsFromForm() {
     dropAfter: [],
     cancelAfter: null,
     seed: null,
+    logprobs: $("logprobs").value === "" ? null : Number($("logprobs").value),
   };
 }
 
@@ -418,6 +462,8 @@ function start(opts) {
   if (run && !run.finished) { closeConnection(); run.finished = true; }
   run = newRun(opts);
   $("text").replaceChildren();
+  $("alts").replaceChildren();
+  $("alts").hidden = true;
   $("events").tBodies[0].replaceChildren();
   $("result").textContent = "";
   document.body.dataset.status = "running";
@@ -439,6 +485,7 @@ function applyParams() {
   }
   if (p.has("slow")) $("slow").checked = p.get("slow") === "1";
   if (p.has("slow_ms")) $("slow_ms").value = p.get("slow_ms");
+  if (p.has("logprobs")) $("logprobs").value = p.get("logprobs");
   const opts = optionsFromForm();
   opts.dropAfter = (p.get("drop_after") || "").split(",").filter((s) => s !== "").map(Number);
   opts.cancelAfter = p.has("cancel_after") ? Number(p.get("cancel_after")) : null;

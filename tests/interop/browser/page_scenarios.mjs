@@ -17,6 +17,9 @@
 //     "cancelled" with ids 1..n, n >= K, no gap; the emission log says the
 //     producer exited on the cancel before max_tokens, and the page's tokens
 //     are a prefix of it;
+//   - with logprobs=k (the page's default is 5; logprobs= asks for none):
+//     every token came with its log-probability (<= 0) and k alternatives,
+//     and pointing at a token draws k bars with the drawn token's marked;
 //   - with --instances (several servers behind a proxy at --base): the
 //     stream's id names an instance tag; that instance holds the emission
 //     log and the others answer 404 for it; the tagged instance counted one
@@ -118,8 +121,27 @@ try {
       const page = await browser.open(`${base}/?${params}`);
       await page.waitFor(`["done", "failed"].includes(document.body && document.body.dataset.status)`, 30000);
       result = JSON.parse(await page.eval(`document.getElementById("result").textContent`));
+      // What the model almost said: a token's bars, drawn on a click.
+      const k = params.has("logprobs") ? (params.get("logprobs") === "" ? null : Number(params.get("logprobs"))) : 5;
+      const chart = k === null ? null : JSON.parse(await page.eval(`(() => {
+        const spans = document.querySelectorAll("#text .has-probs");
+        if (spans.length < 2) return JSON.stringify({spans: spans.length});
+        spans[1].click();
+        const box = document.getElementById("alts");
+        return JSON.stringify({spans: spans.length, hidden: box.hidden, bars: box.querySelectorAll(".alt .bar").length,
+                               chosen: box.querySelectorAll(".alt.chosen").length});
+      })()`));
       await page.send("Page.navigate", {url: "about:blank"});  // stop its metrics polling
       p = problems(result, params);
+      if (k === null) {
+        if (result.probs.length !== 0) p.push(`no logprobs asked, yet ${result.probs.length} tokens carried them`);
+      } else {
+        if (result.probs.length !== result.tokens.length) p.push(`${result.probs.length} tokens with logprobs of ${result.tokens.length}`);
+        if (!result.probs.every((t) => t.logprob <= 0 && t.alternatives === k)) p.push(`a token without ${k} alternatives or with logprob > 0`);
+        if (chart.spans !== result.tokens.length || chart.hidden || chart.bars !== k || chart.chosen > 1) {
+          p.push(`alternatives chart: ${JSON.stringify(chart)}, expected ${result.tokens.length} tokens and ${k} bars`);
+        }
+      }
       // The producer's own record of what it emitted.
       const owner = instances ? (result.stream.match(/^s_([a-z0-9]+)_/) || [])[1] : null;
       const ownerUrl = instances ? instances[owner] : base;
@@ -148,7 +170,8 @@ try {
     }
     if (p.length === 0) {
       const cancelled = params.has("cancel_after");
-      console.log(`PASS ${name}${cancelled ? " + cancel" : ""}: ${result.ids.length} events, ids 1..${result.ids.length} contiguous, no duplicate; ` +
+      console.log(`PASS ${name}${cancelled ? " + cancel" : ""}: ${result.ids.length} events` +
+                  (result.probs.length ? `, ${result.probs.length} tokens with their alternatives (bars drawn)` : "") + `, ids 1..${result.ids.length} contiguous, no duplicate; ` +
                   `${result.drops} drops (resumed after ${result.resumes.join(", ")}); ` +
                   (cancelled ? `cancelled after id ${params.get("cancel_after")}: the producer exited on it ` +
                                `before ${params.get("max_tokens")} tokens; the page's ${result.tokens.length} are a prefix of its log`

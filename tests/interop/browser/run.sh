@@ -15,5 +15,7 @@ node tests/interop/browser/page_scenarios.mjs --base "http://127.0.0.1:$TW_PORT"
   'transport=sse&max_tokens=40&drop_after=5,20' \
   'transport=sse&slow=1&slow_ms=50&max_tokens=40&drop_after=5,20' \
   'transport=ws&max_tokens=40&drop_after=5,20' \
+  'transport=sse&max_tokens=20&logprobs=3' \
+  'transport=ws&max_tokens=20&logprobs=' \
   'transport=sse&max_tokens=200&drop_after=5&cancel_after=20' \
   'transport=ws&max_tokens=200&drop_after=5&cancel_after=20'

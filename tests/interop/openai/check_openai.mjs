@@ -15,7 +15,16 @@
 //   4. invalid requests raise the client's BadRequestError / NotFoundError
 //      with OpenAI's param and code;
 //   5. with TOKENWIRE_MOCK_BASE_URL (a mock-backend server), an error after
-//      the 200 of a stream raises the client's APIError with our code.
+//      the 200 of a stream raises the client's APIError with our code;
+//   6. chat.completions.create, not streamed and streamed with usage: the
+//      role first, the contents concatenate to the non-streamed content
+//      (greedy), the finish reason last, the same usage; the model says it
+//      is a base model; tools are refused naming the param;
+//   7. logprobs: completions' legacy shape (one entry per completion token,
+//      k alternatives each, the greedy token the most likely one) and chat's
+//      (content entries with bytes equal to the token), streamed and not;
+//   8. n: three choices of one prompt with a seed, indexes 0..2, streamed
+//      interleaved and not, the same texts both ways, usage summed.
 // Exits 0 when every check passed, 1 otherwise.
 import OpenAI from "openai";
 
@@ -38,9 +47,9 @@ function same(got, want, what) {
         `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 }
 
-async function expectError(kind, params, wantStatus, wantParam, wantCode) {
+async function expectError(kind, params, wantStatus, wantParam, wantCode, api = client.completions) {
   try {
-    await client.completions.create(params);
+    await api.create(params);
     check(false, `${JSON.stringify(params)} should have raised ${kind.name}`);
   } catch (err) {
     check(err instanceof kind, `${JSON.stringify(params)} raised ${err?.constructor?.name} (${err}), want ${kind.name}`);
@@ -110,7 +119,15 @@ async function main() {
               `${u?.completion_tokens} tokens; streamed in ${chunks} chunks)`);
 
   // 4. Errors.
-  await expectError(OpenAI.BadRequestError, { model, prompt: "x", n: 2 }, 400, "n", null);
+  await expectError(OpenAI.BadRequestError, { model, prompt: "x", n: 17 }, 400, "n", null);
+  await expectError(OpenAI.BadRequestError, { model, prompt: "x", logprobs: 21 }, 400, "logprobs", null);
+  await expectError(OpenAI.BadRequestError,
+                    { model, messages: [{ role: "user", content: "x" }],
+                      tools: [{ type: "function", function: { name: "f", parameters: {} } }] },
+                    400, "tools", null, client.chat.completions);
+  await expectError(OpenAI.BadRequestError,
+                    { model, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] },
+                    400, "messages[0].content[0].type", null, client.chat.completions);
   await expectError(OpenAI.BadRequestError, { model, prompt: "x", max_tokens: 0 }, 400, "max_tokens", null);
   await expectError(OpenAI.BadRequestError, { model, prompt: "x", stream_options: { include_usage: true } },
                     400, "stream_options", null);
@@ -141,8 +158,96 @@ async function main() {
   }
 }
 
+async function chat(model) {
+  // 6. Chat, whole and streamed.
+  check(one_model_is_base, "GET /v1/models does not say base_model: true");
+  const request = { model, messages: [{ role: "system", content: "Answer briefly." },
+                                      { role: "user", content: "What is the capital of France?" }],
+                    max_tokens: 20, temperature: 0 };
+  const whole = await client.chat.completions.create(request);
+  check(whole.object === "chat.completion", `chat object ${whole.object}`);
+  check(whole.id.startsWith("chatcmpl-"), `chat id ${whole.id}`);
+  check(whole.choices.length === 1, `${whole.choices.length} chat choices`);
+  const msg = whole.choices[0].message;
+  check(msg.role === "assistant" && typeof msg.content === "string", `chat message ${JSON.stringify(msg)}`);
+  check(["stop", "length"].includes(whole.choices[0].finish_reason), `chat finish ${whole.choices[0].finish_reason}`);
+  const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+  let content = "", role = null, finish = null, usage = null, first = true;
+  for await (const chunk of stream) {
+    check(chunk.object === "chat.completion.chunk", `chat chunk object ${chunk.object}`);
+    if (chunk.choices.length === 0) { usage = chunk.usage; continue; }
+    const d = chunk.choices[0].delta;
+    if (first) { role = d.role; first = false; } else check(d.role === undefined, `a second role: ${JSON.stringify(chunk)}`);
+    check(finish === null, `chat content after the finish reason: ${JSON.stringify(chunk)}`);
+    content += d.content ?? "";
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  same(role, "assistant", "first chat chunk's role");
+  same(content, msg.content, "streamed chat content vs non-streamed");
+  same(finish, whole.choices[0].finish_reason, "streamed chat finish_reason");
+  same(usage, whole.usage, "streamed chat usage");
+  console.log(`check_openai: chat: ${JSON.stringify(msg.content)} (${finish}, ${usage?.completion_tokens} tokens)`);
+
+  // 7. Logprobs, completions (legacy) and chat.
+  const lp = await client.completions.create({ model, prompt: "The capital of France is", max_tokens: 8,
+                                               temperature: 0, logprobs: 3 });
+  const l = lp.choices[0].logprobs;
+  check(l && l.tokens.length === lp.usage.completion_tokens, `logprobs tokens ${JSON.stringify(l)}`);
+  check(l && l.token_logprobs.every((x) => x <= 0), `token_logprobs > 0: ${JSON.stringify(l?.token_logprobs)}`);
+  check(l && l.top_logprobs.every((t) => Object.keys(t).length >= 1 && Object.keys(t).length <= 3),
+        `top_logprobs not 3 per token: ${JSON.stringify(l?.top_logprobs)}`);
+  check(l && l.token_logprobs.every((x, i) => Math.abs(x - Math.max(...Object.values(l.top_logprobs[i]))) < 1e-9),
+        "greedy: the drawn token is not the most likely");
+  const lps = await client.completions.create({ model, prompt: "The capital of France is", max_tokens: 8,
+                                                temperature: 0, logprobs: 3, stream: true });
+  const streamed = [];
+  for await (const chunk of lps) {
+    for (const c of chunk.choices) if (c.logprobs) streamed.push(...c.logprobs.tokens);
+  }
+  same(streamed, l?.tokens, "streamed logprobs tokens vs non-streamed");
+  const cl = await client.chat.completions.create({ ...request, max_tokens: 6, logprobs: true, top_logprobs: 2 });
+  const entries = cl.choices[0].logprobs?.content ?? [];
+  check(entries.length === cl.usage.completion_tokens, `chat logprobs: ${entries.length} entries, ` +
+        `${cl.usage.completion_tokens} tokens`);
+  for (const e of entries) {
+    check(Buffer.from(e.bytes).toString("utf8") === e.token || e.token.includes("\ufffd"), `bytes vs token ${JSON.stringify(e)}`);
+    check(e.top_logprobs.length === 2 && e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob, `top ${JSON.stringify(e)}`);
+    check(Math.abs(e.logprob - e.top_logprobs[0].logprob) < 1e-9, "chat greedy: the drawn token is not the most likely");
+  }
+  console.log(`check_openai: logprobs: ${l?.tokens.length} completion tokens, ${entries.length} chat tokens`);
+
+  // 8. n choices.
+  const nreq = { model, prompt: "Once upon a time", max_tokens: 10, temperature: 1, seed: 7, n: 3 };
+  const multi = await client.completions.create(nreq);
+  same(multi.choices.map((c) => c.index), [0, 1, 2], "n=3 choice indexes");
+  const texts = multi.choices.map((c) => c.text);
+  const nstream = await client.completions.create({ ...nreq, stream: true, stream_options: { include_usage: true } });
+  const got = ["", "", ""];
+  let nusage = null;
+  const finishes = new Set();
+  for await (const chunk of nstream) {
+    if (chunk.choices.length === 0) { nusage = chunk.usage; continue; }
+    const c = chunk.choices[0];
+    got[c.index] += c.text;
+    if (c.finish_reason) finishes.add(c.index);
+  }
+  same(got, texts, "n=3 streamed texts vs non-streamed");
+  same(finishes.size, 3, "n=3 finish reasons");
+  same(nusage, multi.usage, "n=3 streamed usage");
+  // The prompt ("Once upon a time": 4 tokens) counted once, the three completions summed.
+  check(multi.usage.prompt_tokens === 4 && multi.usage.completion_tokens >= 3 && multi.usage.completion_tokens <= 30,
+        `n=3 usage ${JSON.stringify(multi.usage)}`);
+  const nchat = await client.chat.completions.create({ ...request, n: 2, seed: 3, temperature: 1, max_tokens: 5 });
+  same(nchat.choices.map((c) => c.index), [0, 1], "chat n=2 indexes");
+  console.log(`check_openai: n=3: ${JSON.stringify(texts)}`);
+}
+
+let one_model_is_base = false;
 try {
   await main();
+  const m = await (await fetch(`${baseURL}/models`)).json();
+  one_model_is_base = m.data?.[0]?.base_model === true;
+  await chat(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
 } catch (err) {
   failures++;
   console.error(`FAIL openai: unexpected ${err?.constructor?.name}: ${err?.stack ?? err}`);
