@@ -29,6 +29,15 @@ struct V {
   static T Zero() { return _mm256_setzero_ps(); }
   static T Set1(float f) { return _mm256_set1_ps(f); }
   static T Load(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 bfloat16 -> float32: each 16-bit value becomes the top half of a lane.
+  static T LoadBf16(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  // 8 int8 -> float32 (exact).
+  static T LoadI8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T Add(T a, T b) { return _mm256_add_ps(a, b); }
   static T Sub(T a, T b) { return _mm256_sub_ps(a, b); }
