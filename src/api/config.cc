@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/log.h"
+#include "cpu/kernels.h"
 
 namespace tw::api {
 
@@ -205,6 +206,12 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
     } else if (name == "--cuda-matmul") {
       if (v != "fp32" && v != "3xtf32") return Status::Error("--cuda-matmul: fp32 or 3xtf32, got '" + std::string(v) + "'");
       cfg->cuda_matmul = v;
+    } else if (name == "--weights") {
+      cpu::WeightFormat f;
+      if (Status s = cpu::ParseWeightFormat(std::string(v).c_str(), &f); !s.ok()) {
+        return Status::Error("--weights: " + s.message());
+      }
+      cfg->weights = v;
     } else if (name == "--log-level") {
       LogLevel level;
       if (!ParseLogLevel(v, &level)) {
@@ -238,6 +245,10 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
                          std::to_string(cfg->resume_window_events) +
                          "): a detached client must be able to resume");
   }
+  if (cfg->weights != "f32" && cfg->backend != "cpu") {
+    return Status::Error("--weights " + cfg->weights + " packs the cpu backend's matmul weights; it needs "
+                         "--backend cpu (got " + cfg->backend + ")");
+  }
   if (cfg->default_new_tokens > cfg->max_new_tokens) cfg->default_new_tokens = cfg->max_new_tokens;
   return Status::Ok();
 }
@@ -256,6 +267,8 @@ std::string ServeHelp() {
       "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
       "  --cuda-matmul P             cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"
       "                              (tensor cores, fp32-level accuracy); default " + d.cuda_matmul + "\n"
+      "  --weights F                 cpu backend matmul weights: f32 (the exact reference), bf16\n"
+      "                              (rounded to bfloat16) or q8 (8-bit, a scale per 32); default " + d.weights + "\n"
       "  --host ADDR                 default " + d.host + "\n"
       "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
       "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"
