@@ -5,8 +5,14 @@
 # the bench program). Writes bench/results/cpu_model-<UTC date>.json and
 # prints a markdown table.
 #
-#   bash bench/cpu_model/run.sh [--quick] [--threads N]
+#   bash bench/cpu_model/run.sh [--quick] [--threads N] [--weights f32,bf16,q8]
+#                               [--isa avx512,avx2] [--no-peer]
 #
+# --weights / --isa: the weight formats and kernel levels to measure, every
+# pair in turn in each round (default: f32 at the best level); the first
+# pair also fills the single-run table against the peer. A second table
+# lists every pair with its floors (the format's weight bytes) and each
+# format's speed against f32 at the same level.
 # The peer needs: apt-get install -y python3-torch libopenblas0-pthread
 # Both sides run with the same thread count (default: all hardware threads).
 set -euo pipefail
@@ -14,11 +20,17 @@ cd "$(dirname "$0")/../.."
 
 QUICK=""
 THREADS="$(nproc)"
+WEIGHTS="f32"
+ISA=""
+PEER=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK="--quick"; shift ;;
     --threads) THREADS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--quick] [--threads N]" >&2; exit 2 ;;
+    --weights) WEIGHTS="$2"; shift 2 ;;
+    --isa) ISA="$2"; shift 2 ;;
+    --no-peer) PEER=0; shift ;;
+    *) echo "usage: $0 [--quick] [--threads N] [--weights f32,bf16,q8] [--isa avx512,avx2] [--no-peer]" >&2; exit 2 ;;
   esac
 done
 
@@ -37,12 +49,16 @@ mkdir -p bench/results
 
 echo "== TokenWire CPU forward (threads ${THREADS})"
 LOAD_OURS="$(cut -d' ' -f1-3 /proc/loadavg)"
-build/bench_cpu_model --threads "$THREADS" $QUICK --out "$TMP/ours.json"
+build/bench_cpu_model --threads "$THREADS" $QUICK --weights "$WEIGHTS" ${ISA:+--isa "$ISA"} --out "$TMP/ours.json"
 
 echo "== PyTorch peer"
 LOAD_PEER="$(cut -d' ' -f1-3 /proc/loadavg)"
 PEER_STATUS="ok"
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+if [ "$PEER" = 0 ]; then
+  PEER_STATUS="not run (--no-peer)"
+  echo "$PEER_STATUS"
+  : > "$TMP/peer.txt"
+elif /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   # The peers README's fastest configuration for this machine kind.
   if ! OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS="$THREADS" \
       /usr/bin/python3 bench/cpu_model/torch_gpt2_peer.py --threads "$THREADS" --batches 1,8,32 \
@@ -109,6 +125,28 @@ for label, o, p, f, unit, higher, target in rows:
     of_floor = o / f if higher else f / o  # fraction of the floor's speed reached
     print(f"| {label} | {unit} | {fmt(o)} | {fmt(p)} | {('%.2fx' % speedup) if speedup else 'n/a'} | "
           f"{fmt(f)} | {of_floor*100:.0f}% | {target} |")
+variants = ours.get("variants", [])
+if len(variants) > 1:
+    print()
+    print("Weight formats, every kernel level (medians; floor = max(FLOPs at the FMA peak, "
+          "(the format's weight bytes + K/V bytes) at the read bandwidth); 'vs f32' = speed over f32 at the same level):")
+    print()
+    print("| level | weights | packed MB | prefill 200 ms (floor) | vs f32 | "
+          "B=1 tok/s (floor) | of floor | vs f32 | B=8 tok/s (floor) | of floor | vs f32 | "
+          "B=32 tok/s (floor) | of floor | vs f32 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for v in variants:
+        base = next((x for x in variants if x["isa"] == v["isa"] and x["weights"] == "f32"), None)
+        p = v["prefill"]
+        cells = [v["isa"], v["weights"], f"{v['packed_bytes']/1e6:.0f}",
+                 f"{p['median_ms']:.0f} ({p['floor_ms']:.0f})",
+                 f"{base['prefill']['median_ms']/p['median_ms']:.2f}x" if base else "n/a"]
+        for d in v["decode"]:
+            b = d["batch"]
+            bd = base and next(x for x in base["decode"] if x["batch"] == b)
+            cells += [f"{d['tok_per_s']:.1f} ({b / d['floor_ms'] * 1e3:.0f})", f"{d['floor_ms'] / d['median_ms'] * 100:.0f}%",
+                      f"{d['tok_per_s'] / bd['tok_per_s']:.2f}x" if bd else "n/a"]
+        print("| " + " | ".join(cells) + " |")
 print()
 for s in ours.get("sampling_us_per_row", []):
     print(f"sample one row ({s['case']}): {s['median_us']:.1f} us")
