@@ -23,8 +23,12 @@ struct V {
   static constexpr int W = 8;
   static constexpr int MR = 6;  // 6 rows x 2 vectors = 12 accumulators of 16 ymm
   static constexpr int NP = 1;
-  static constexpr int MR2 = MR;  // one shape at this level
-  static constexpr int NP2 = NP;
+  // Batches of 1-2 rows: 2 rows x 3 panels (6 vectors), also 12
+  // accumulators: one row of 6x1 has only 2 FMA chains, each waiting on the
+  // last (4-cycle latency), where 1x3 keeps 6 going.
+  static constexpr int MR2 = 2;
+  static constexpr int NP2 = 3;
+  static constexpr bool Shape2AnyRows = false;  // only for rows <= MR2 (more rows: 6x1 reads fewer vectors per FMA)
   static constexpr int AttendRows = 1;  // head_dim 64 is 8 ymm a query: one at a time
   static T Zero() { return _mm256_setzero_ps(); }
   static T Set1(float f) { return _mm256_set1_ps(f); }

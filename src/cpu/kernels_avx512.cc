@@ -32,6 +32,7 @@ struct V {
   static constexpr int NP = 2;
   static constexpr int MR2 = 8;  // 8 rows x 3 panels: also 24 accumulators
   static constexpr int NP2 = 3;
+  static constexpr bool Shape2AnyRows = true;  // whichever pads the row count less
   static constexpr int AttendRows = 4;  // queries whose value sums share registers (4 x 4 zmm at head_dim 64)
   static T Zero() { return _mm512_setzero_ps(); }
   static T Set1(float f) { return _mm512_set1_ps(f); }
