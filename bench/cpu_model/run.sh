@@ -125,31 +125,16 @@ for label, o, p, f, unit, higher, target in rows:
     of_floor = o / f if higher else f / o  # fraction of the floor's speed reached
     print(f"| {label} | {unit} | {fmt(o)} | {fmt(p)} | {('%.2fx' % speedup) if speedup else 'n/a'} | "
           f"{fmt(f)} | {of_floor*100:.0f}% | {target} |")
-variants = ours.get("variants", [])
-if len(variants) > 1:
-    print()
-    print("Weight formats, every kernel level (medians; floor = max(FLOPs at the FMA peak, "
-          "(the format's weight bytes + K/V bytes) at the read bandwidth); 'vs f32' = speed over f32 at the same level):")
-    print()
-    print("| level | weights | packed MB | prefill 200 ms (floor) | vs f32 | "
-          "B=1 tok/s (floor) | of floor | vs f32 | B=8 tok/s (floor) | of floor | vs f32 | "
-          "B=32 tok/s (floor) | of floor | vs f32 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for v in variants:
-        base = next((x for x in variants if x["isa"] == v["isa"] and x["weights"] == "f32"), None)
-        p = v["prefill"]
-        cells = [v["isa"], v["weights"], f"{v['packed_bytes']/1e6:.0f}",
-                 f"{p['median_ms']:.0f} ({p['floor_ms']:.0f})",
-                 f"{base['prefill']['median_ms']/p['median_ms']:.2f}x" if base else "n/a"]
-        for d in v["decode"]:
-            b = d["batch"]
-            bd = base and next(x for x in base["decode"] if x["batch"] == b)
-            cells += [f"{d['tok_per_s']:.1f} ({b / d['floor_ms'] * 1e3:.0f})", f"{d['floor_ms'] / d['median_ms'] * 100:.0f}%",
-                      f"{d['tok_per_s'] / bd['tok_per_s']:.2f}x" if bd else "n/a"]
-        print("| " + " | ".join(cells) + " |")
 print()
 for s in ours.get("sampling_us_per_row", []):
     print(f"sample one row ({s['case']}): {s['median_us']:.1f} us")
 print()
 print(f"raw results: {out_path}")
 PY
+
+if /usr/bin/python3 -c "import json,sys; sys.exit(0 if len(json.load(open('$OUT'))['tokenwire'].get('variants', [])) > 1 else 1)"; then
+  echo
+  echo "Weight formats at every kernel level ('vs f32': speed over f32 at the same level):"
+  echo
+  /usr/bin/python3 bench/cpu_model/formats_table.py "$OUT"
+fi
