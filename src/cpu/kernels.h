@@ -18,7 +18,8 @@
 // order holds 2- or 1-byte elements (q8 adds a float32 scale per 32 rows of
 // a column), widened to float32 in registers. The kernel keeps MR x NP panels of
 // accumulators in registers (AVX-512: 12 rows x 32 columns, or 8 x 48,
-// whichever pads the row count less) over K (in passes of up to 1024, each
+// whichever pads the row count less; AVX2: 6 x 16, or 2 x 48 for one or
+// two rows) over K (in passes of up to 1024, each
 // continuing from the stored value), so each output is one FMA chain over k
 // whatever the number of rows: a row's result does not depend on the other
 // rows in the batch.
