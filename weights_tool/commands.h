@@ -8,6 +8,8 @@
 namespace tw::weights_tool {
 
 int Inspect(const std::string& path);
+// inspect DIR --weights F: per matrix, bytes and error of weight format F.
+int InspectWeights(const std::string& dir, const std::string& format_name);
 int Verify(const std::string& dir);
 
 }  // namespace tw::weights_tool

@@ -2,6 +2,7 @@
 //
 //   weights_tool random  --shape tiny|gpt2 [--seed S] --out DIR
 //   weights_tool inspect PATH      (a .safetensors file or a model folder)
+//   weights_tool inspect DIR --weights bf16|q8
 //   weights_tool verify  DIR
 //
 // `random` writes a complete Hugging Face-layout folder: config.json,
@@ -37,6 +38,10 @@ constexpr const char* kUsage =
     "      List the tensors of a .safetensors file (or DIR/model.safetensors):\n"
     "      dtype, shape, byte range; metadata; for a folder, config.json and the\n"
     "      GPT-2 loader's verdict. Exit 1 if the file is invalid.\n"
+    "  weights_tool inspect DIR --weights f32|bf16|q8\n"
+    "      For each matrix tokenwire --weights packs (every layer's four, and the\n"
+    "      LM head wte^T): bytes in float32 and in the format, and the format's\n"
+    "      error against the file: max |err|, max |err| / max |w|, RMS error.\n"
     "  weights_tool verify DIR\n"
     "      Full validation: LoadGpt2 (config, every tensor name/dtype/shape),\n"
     "      every weight finite, and the tokenizer files (vocab.json + merges.txt,\n"
@@ -142,7 +147,14 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (argc != 3) return Usage((std::string(cmd) + " takes exactly one path").c_str());
+    if (cmd == "inspect" && argc == 5 && std::string_view(argv[3]) == "--weights") {
+      return InspectWeights(argv[2], argv[4]);
+    }
+    if (argc != 3) {
+      return Usage((std::string(cmd) + " takes exactly one path" +
+                    (cmd == "inspect" ? " (then optionally --weights F)" : ""))
+                       .c_str());
+    }
     return cmd == "inspect" ? Inspect(argv[2]) : Verify(argv[2]);
   }
   return Usage(("unknown command '" + std::string(cmd) + "'").c_str());

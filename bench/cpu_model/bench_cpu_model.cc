@@ -63,25 +63,95 @@ Timing Time(int reps, int warm, const Fn& fn) {
   return r;
 }
 
+// Splits "a,b,c" at commas.
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// One (kernel level, weight format) pair: its forward pass and its samples.
+struct Variant {
+  tw::cpu::Isa isa;
+  tw::cpu::WeightFormat format;
+  std::unique_ptr<tw::model::Gpt2Forward> fwd;
+  std::vector<double> prefill_s;
+  std::vector<std::vector<double>> decode_s;  // per batch size
+};
+
+Timing Summarize(const std::vector<double>& t) {
+  Timing r;
+  r.median_s = Median(t);
+  r.min_s = *std::min_element(t.begin(), t.end());
+  r.max_s = *std::max_element(t.begin(), t.end());
+  r.reps = static_cast<int>(t.size());
+  return r;
+}
+
+double BytesPerWeight(tw::cpu::WeightFormat f) {
+  switch (f) {
+    case tw::cpu::WeightFormat::kF32:
+      return 4;
+    case tw::cpu::WeightFormat::kBf16:
+      return 2;
+    case tw::cpu::WeightFormat::kQ8:
+      return 1 + 4.0 / tw::cpu::kQ8Block;
+  }
+  return 4;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = tw::cpu::ThreadPool::HardwareThreads();
   bool quick = false;
   std::string out_path;
+  std::string weights_list = "f32";
+  std::string isa_list = tw::cpu::IsaName(tw::cpu::BestIsa());
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+    else if (a == "--weights" && i + 1 < argc) weights_list = argv[++i];
+    else if (a == "--isa" && i + 1 < argc) isa_list = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--quick] [--out FILE.json]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--threads N] [--quick] [--out FILE.json] [--weights f32,bf16,q8] "
+                   "[--isa avx512,avx2,scalar]\n",
+                   argv[0]);
       return 2;
     }
   }
   using namespace tw;
   const int kPrompt = 200;
   const std::vector<int> batches = {1, 8, 32};
+
+  std::vector<cpu::WeightFormat> formats;
+  for (const std::string& w : SplitList(weights_list)) {
+    cpu::WeightFormat f;
+    if (Status st = cpu::ParseWeightFormat(w.c_str(), &f); !st.ok()) {
+      return std::fprintf(stderr, "--weights: %s\n", st.message().c_str()), 2;
+    }
+    formats.push_back(f);
+  }
+  std::vector<cpu::Isa> isas;
+  for (const std::string& name : SplitList(isa_list)) {
+    bool found = false;
+    for (cpu::Isa i : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+      if (name == cpu::IsaName(i)) {
+        if (!cpu::IsaSupported(i)) return std::fprintf(stderr, "--isa: %s is not supported here\n", name.c_str()), 2;
+        isas.push_back(i);
+        found = true;
+      }
+    }
+    if (!found) return std::fprintf(stderr, "--isa: '%s' is not scalar, avx2 or avx512\n", name.c_str()), 2;
+  }
 
   model::Gpt2Config cfg;  // GPT-2 small: 12 layers, 12 heads, 768 wide, 1024 ctx, 50257 vocab
   std::printf("building random GPT-2 124M model...\n");
@@ -93,12 +163,32 @@ int main(int argc, char** argv) {
   std::unique_ptr<model::KvPool> kv;
   Status s = model::KvPool::Create(cfg, model::KvCacheConfig{blocks_per_seq * 32, bs}, &kv);
   if (!s.ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
-  std::unique_ptr<model::Gpt2Forward> fwd;
-  s = model::Gpt2Forward::Create(model, kv.get(), &pool, model::ForwardLimits{32, 256}, &fwd);
-  if (!s.ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
-  std::printf("model ready in %.1f s (params %.1f MB, packed %.1f MB, KV pool %.1f MB, isa %s, threads %d)\n",
-              Seconds(t0, Clock::now()), model.parameter_bytes() / 1e6, fwd->packed_weight_bytes() / 1e6,
-              kv->bytes() / 1e6, cpu::IsaName(cpu::ActiveIsa()), threads);
+  // One forward pass per format (the packing is the only difference), all
+  // over the same KV pool: they run one at a time.
+  std::vector<std::unique_ptr<model::Gpt2Forward>> fwds;
+  for (cpu::WeightFormat f : formats) {
+    model::ForwardLimits fl{32, 256};
+    fl.weights = f;
+    std::unique_ptr<model::Gpt2Forward> fwd;
+    s = model::Gpt2Forward::Create(model, kv.get(), &pool, fl, &fwd);
+    if (!s.ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
+    std::printf("weights %s: packed %.1f MB\n", cpu::WeightFormatName(f), fwd->packed_weight_bytes() / 1e6);
+    fwds.push_back(std::move(fwd));
+  }
+  std::printf("model ready in %.1f s (params %.1f MB, KV pool %.1f MB, threads %d)\n", Seconds(t0, Clock::now()),
+              model.parameter_bytes() / 1e6, kv->bytes() / 1e6, threads);
+  std::vector<Variant> variants;
+  for (cpu::Isa isa : isas) {
+    for (size_t fi = 0; fi < formats.size(); ++fi) {
+      Variant v{isa, formats[fi], nullptr, {}, std::vector<std::vector<double>>(batches.size())};
+      variants.push_back(std::move(v));
+    }
+  }
+  auto fwd_of = [&](const Variant& v) {
+    for (size_t fi = 0; fi < formats.size(); ++fi)
+      if (formats[fi] == v.format) return fwds[fi].get();
+    return static_cast<model::Gpt2Forward*>(nullptr);
+  };
 
   engine::BlockAllocator alloc(kv->num_blocks());
   std::vector<model::SeqState> seqs(32);
@@ -109,38 +199,69 @@ int main(int argc, char** argv) {
 
   const bench::MachineFloors floors_before = bench::MeasureFloors(&pool, quick ? 3 : 7);
 
-  // (i) prefill, last-position logits.
-  Timing prefill = Time(quick ? 3 : 9, 1, [&] {
+  auto prefill = [&](model::Gpt2Forward* fwd) {
     seqs[0].length = 0;
     Status st = fwd->Prefill(&seqs[0], prompt.data(), kPrompt, logits.data());
     if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
-  });
-  std::printf("prefill %d tokens: median %.2f ms (min %.2f, max %.2f)\n", kPrompt, prefill.median_s * 1e3,
-              prefill.min_s * 1e3, prefill.max_s * 1e3);
+  };
+  auto decode_step = [&](model::Gpt2Forward* fwd, int B) {
+    std::vector<model::SeqState*> ptrs;
+    std::vector<int32_t> toks(B);
+    for (int b = 0; b < B; ++b) {
+      ptrs.push_back(&seqs[b]);
+      seqs[b].length = kPrompt;
+      toks[b] = (b * 101 + 5) % cfg.vocab_size;
+    }
+    Status st = fwd->DecodeBatch(ptrs.data(), toks.data(), B, logits.data());
+    if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
+  };
+  auto timed = [&](const auto& fn) {
+    auto a = Clock::now();
+    fn();
+    return Seconds(a, Clock::now());
+  };
   // Every sequence gets the same 200-token context (copy of sequence 0's blocks).
+  prefill(fwds[0].get());
   for (int b = 1; b < 32; ++b) {
     for (int i = 0; i < blocks_per_seq; ++i) {
       std::memcpy(kv->block(seqs[b].block_table[i]), kv->block(seqs[0].block_table[i]),
                   kv->FloatsPerBlock() * sizeof(float));
     }
   }
-  // (ii)/(iii) one decode step with 200 tokens of context.
-  std::vector<Timing> decode;
-  for (int B : batches) {
-    std::vector<model::SeqState*> ptrs;
-    for (int b = 0; b < B; ++b) ptrs.push_back(&seqs[b]);
-    std::vector<int32_t> toks(B);
-    for (int b = 0; b < B; ++b) toks[b] = (b * 101 + 5) % cfg.vocab_size;
-    int reps = B <= 8 ? (quick ? 5 : 21) : (quick ? 3 : 11);
-    Timing t = Time(reps, 2, [&] {
-      for (int b = 0; b < B; ++b) seqs[b].length = kPrompt;
-      Status st = fwd->DecodeBatch(ptrs.data(), toks.data(), B, logits.data());
-      if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
-    });
-    std::printf("decode B=%2d ctx %d: median %.2f ms (min %.2f, max %.2f) -> %.1f tok/s aggregate\n", B, kPrompt,
-                t.median_s * 1e3, t.min_s * 1e3, t.max_s * 1e3, B / t.median_s);
-    decode.push_back(t);
+  // Rounds, each running every variant in turn (so a slow spell of the
+  // shared host hits all of them alike): a prefill of 200 tokens, then
+  // decode steps with 200 tokens of context at batch 1 and 8 (three each)
+  // and 32 (two). Round 0 warms up and is not counted.
+  const int rounds = quick ? 3 : 9;
+  for (int round = 0; round <= rounds; ++round) {
+    for (Variant& v : variants) {
+      if (!cpu::ForceIsa(v.isa).ok()) return 1;
+      model::Gpt2Forward* fwd = fwd_of(v);
+      const double p = timed([&] { prefill(fwd); });
+      if (round > 0) v.prefill_s.push_back(p);
+      for (size_t bi = 0; bi < batches.size(); ++bi) {
+        for (int r = 0; r < (batches[bi] <= 8 ? 3 : 2); ++r) {
+          const double d = timed([&] { decode_step(fwd, batches[bi]); });
+          if (round > 0) v.decode_s[bi].push_back(d);
+        }
+      }
+    }
   }
+  cpu::ResetIsa();
+  for (const Variant& v : variants) {
+    const Timing pt = Summarize(v.prefill_s);
+    std::printf("%-6s %-4s prefill %d tokens: median %.2f ms", cpu::IsaName(v.isa), cpu::WeightFormatName(v.format),
+                kPrompt, pt.median_s * 1e3);
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const Timing t = Summarize(v.decode_s[bi]);
+      std::printf(" | B=%d %.2f ms (%.1f tok/s)", batches[bi], t.median_s * 1e3, batches[bi] / t.median_s);
+    }
+    std::printf("\n");
+  }
+  // The first variant is also reported in the single-run fields below.
+  const Timing prefill_t = Summarize(variants[0].prefill_s);
+  std::vector<Timing> decode;
+  for (size_t bi = 0; bi < batches.size(); ++bi) decode.push_back(Summarize(variants[0].decode_s[bi]));
 
   // (iv) sampling the batch-32 step's logits (32 rows of the vocabulary), one
   // thread, per row: greedy, temperature alone, temperature with top-k, with
@@ -182,7 +303,7 @@ int main(int argc, char** argv) {
               threads);
 
   // Work per operation (what a perfect implementation must read / compute).
-  const bench::Gpt2Work work(cfg);
+  const bench::Gpt2Work work(cfg, BytesPerWeight(variants[0].format));
   const double weight_bytes = work.weight_bytes();
   const double kv_bytes_per_seq = work.kv_bytes_per_position() * (kPrompt + 1);
   const double prefill_flops = kPrompt * work.layer_flops((kPrompt + 1) / 2.0) + work.lm_head_flops();
@@ -193,16 +314,16 @@ int main(int argc, char** argv) {
   std::string j = "{\n";
   char line[512];
   std::snprintf(line, sizeof line,
-                "  \"threads\": %d,\n  \"isa\": \"%s\",\n  \"prompt_tokens\": %d,\n  \"quick\": %s,\n"
+                "  \"threads\": %d,\n  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"prompt_tokens\": %d,\n  \"quick\": %s,\n"
                 "  \"read_bandwidth_bytes_per_s\": %.4g,\n  \"fma_peak_flops\": %.4g,\n"
                 "  \"weight_bytes_per_step\": %.6g,\n  \"kv_bytes_per_seq\": %.6g,\n",
-                threads, cpu::IsaName(cpu::ActiveIsa()), kPrompt, quick ? "true" : "false", bw, peak, weight_bytes,
+                threads, cpu::IsaName(variants[0].isa), cpu::WeightFormatName(variants[0].format), kPrompt, quick ? "true" : "false", bw, peak, weight_bytes,
                 kv_bytes_per_seq);
   j += line;
   std::snprintf(line, sizeof line,
                 "  \"prefill\": {\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, "
                 "\"flops\": %.6g, \"floor_ms\": %.3f},\n",
-                prefill.median_s * 1e3, prefill.min_s * 1e3, prefill.max_s * 1e3, prefill.reps, prefill_flops,
+                prefill_t.median_s * 1e3, prefill_t.min_s * 1e3, prefill_t.max_s * 1e3, prefill_t.reps, prefill_flops,
                 prefill_floor_s * 1e3);
   j += line;
   j += "  \"decode\": [\n";
@@ -213,6 +334,33 @@ int main(int argc, char** argv) {
                   batches[i], decode[i].median_s * 1e3, decode[i].min_s * 1e3, decode[i].max_s * 1e3, decode[i].reps,
                   batches[i] / decode[i].median_s, decode_floor_s[i] * 1e3, i + 1 < batches.size() ? "," : "");
     j += line;
+  }
+  // Every (level, format) pair measured, with its own floors (the format's
+  // weight bytes; the same FLOPs).
+  j += "  ],\n  \"variants\": [\n";
+  for (size_t vi = 0; vi < variants.size(); ++vi) {
+    const Variant& v = variants[vi];
+    const bench::Gpt2Work vw(cfg, BytesPerWeight(v.format));
+    const Timing pt = Summarize(v.prefill_s);
+    std::snprintf(line, sizeof line,
+                  "    {\"isa\": \"%s\", \"weights\": \"%s\", \"packed_bytes\": %zu, \"weight_bytes_per_step\": %.6g,\n"
+                  "     \"prefill\": {\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, \"floor_ms\": %.3f},\n"
+                  "     \"decode\": [",
+                  cpu::IsaName(v.isa), cpu::WeightFormatName(v.format), fwd_of(v)->packed_weight_bytes(),
+                  vw.weight_bytes(), pt.median_s * 1e3, pt.min_s * 1e3, pt.max_s * 1e3, pt.reps,
+                  vw.PrefillFloorSeconds(1, kPrompt, floors) * 1e3);
+    j += line;
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const Timing t = Summarize(v.decode_s[bi]);
+      std::snprintf(line, sizeof line,
+                    "{\"batch\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, "
+                    "\"tok_per_s\": %.2f, \"floor_ms\": %.3f}%s",
+                    batches[bi], t.median_s * 1e3, t.min_s * 1e3, t.max_s * 1e3, t.reps, batches[bi] / t.median_s,
+                    vw.DecodeFloorSeconds(batches[bi], kPrompt + 1, floors) * 1e3,
+                    bi + 1 < batches.size() ? ", " : "");
+      j += line;
+    }
+    j += vi + 1 < variants.size() ? "]},\n" : "]}\n";
   }
   j += "  ],\n  \"sampling_us_per_row\": [\n";
   for (size_t i = 0; i < sampling.size(); ++i) {

@@ -5,8 +5,14 @@
 # the bench program). Writes bench/results/cpu_model-<UTC date>.json and
 # prints a markdown table.
 #
-#   bash bench/cpu_model/run.sh [--quick] [--threads N]
+#   bash bench/cpu_model/run.sh [--quick] [--threads N] [--weights f32,bf16,q8]
+#                               [--isa avx512,avx2] [--no-peer]
 #
+# --weights / --isa: the weight formats and kernel levels to measure, every
+# pair in turn in each round (default: f32 at the best level); the first
+# pair also fills the single-run table against the peer. A second table
+# lists every pair with its floors (the format's weight bytes) and each
+# format's speed against f32 at the same level.
 # The peer needs: apt-get install -y python3-torch libopenblas0-pthread
 # Both sides run with the same thread count (default: all hardware threads).
 set -euo pipefail
@@ -14,11 +20,17 @@ cd "$(dirname "$0")/../.."
 
 QUICK=""
 THREADS="$(nproc)"
+WEIGHTS="f32"
+ISA=""
+PEER=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK="--quick"; shift ;;
     --threads) THREADS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--quick] [--threads N]" >&2; exit 2 ;;
+    --weights) WEIGHTS="$2"; shift 2 ;;
+    --isa) ISA="$2"; shift 2 ;;
+    --no-peer) PEER=0; shift ;;
+    *) echo "usage: $0 [--quick] [--threads N] [--weights f32,bf16,q8] [--isa avx512,avx2] [--no-peer]" >&2; exit 2 ;;
   esac
 done
 
@@ -37,12 +49,16 @@ mkdir -p bench/results
 
 echo "== TokenWire CPU forward (threads ${THREADS})"
 LOAD_OURS="$(cut -d' ' -f1-3 /proc/loadavg)"
-build/bench_cpu_model --threads "$THREADS" $QUICK --out "$TMP/ours.json"
+build/bench_cpu_model --threads "$THREADS" $QUICK --weights "$WEIGHTS" ${ISA:+--isa "$ISA"} --out "$TMP/ours.json"
 
 echo "== PyTorch peer"
 LOAD_PEER="$(cut -d' ' -f1-3 /proc/loadavg)"
 PEER_STATUS="ok"
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+if [ "$PEER" = 0 ]; then
+  PEER_STATUS="not run (--no-peer)"
+  echo "$PEER_STATUS"
+  : > "$TMP/peer.txt"
+elif /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   # The peers README's fastest configuration for this machine kind.
   if ! OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS="$THREADS" \
       /usr/bin/python3 bench/cpu_model/torch_gpt2_peer.py --threads "$THREADS" --batches 1,8,32 \
@@ -115,3 +131,10 @@ for s in ours.get("sampling_us_per_row", []):
 print()
 print(f"raw results: {out_path}")
 PY
+
+if /usr/bin/python3 -c "import json,sys; sys.exit(0 if len(json.load(open('$OUT'))['tokenwire'].get('variants', [])) > 1 else 1)"; then
+  echo
+  echo "Weight formats at every kernel level ('vs f32': speed over f32 at the same level):"
+  echo
+  /usr/bin/python3 bench/cpu_model/formats_table.py "$OUT"
+fi

@@ -127,11 +127,11 @@ MachineFloors Best(const MachineFloors& a, const MachineFloors& b) {
   return MachineFloors{std::max(a.read_bytes_per_s, b.read_bytes_per_s), std::max(a.fma_flops_per_s, b.fma_flops_per_s)};
 }
 
-Gpt2Work::Gpt2Work(const model::Gpt2Config& cfg)
+Gpt2Work::Gpt2Work(const model::Gpt2Config& cfg, double bytes_per_weight)
     : C_(cfg.n_embd), L_(cfg.n_layer), V_(cfg.vocab_size),
-      layer_macs_(C_ * 3 * C_ + C_ * C_ + 2 * C_ * 4 * C_) {}
+      layer_macs_(C_ * 3 * C_ + C_ * C_ + 2 * C_ * 4 * C_), bytes_per_weight_(bytes_per_weight) {}
 
-double Gpt2Work::weight_bytes() const { return 4 * (L_ * layer_macs_ + C_ * V_); }
+double Gpt2Work::weight_bytes() const { return bytes_per_weight_ * (L_ * layer_macs_ + C_ * V_); }
 
 double Gpt2Work::layer_flops(double ctx) const { return 2 * L_ * layer_macs_ + 2 * 2 * L_ * C_ * ctx; }
 

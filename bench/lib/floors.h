@@ -42,10 +42,12 @@ MachineFloors MeasureFloors(cpu::ThreadPool* pool, int read_reps);
 MachineFloors Best(const MachineFloors& a, const MachineFloors& b);
 
 struct Gpt2Work {
-  explicit Gpt2Work(const model::Gpt2Config& cfg);
+  // bytes_per_weight: how the matrices are stored (4: float32; 2: bfloat16;
+  // 1.125: q8, a byte and a 4-byte scale per 32 weights).
+  explicit Gpt2Work(const model::Gpt2Config& cfg, double bytes_per_weight = 4);
 
   // Weight bytes read once by any pass: every layer's four matrices and the
-  // LM head (tied to wte), float32.
+  // LM head (tied to wte), at bytes_per_weight each.
   double weight_bytes() const;
   // FLOPs of one token through the layers' matrices at context `ctx` (its
   // attention over ctx positions included), without the LM head.
@@ -65,6 +67,7 @@ struct Gpt2Work {
  private:
   double C_, L_, V_;
   double layer_macs_;  // per token: C x 3C + C x C + C x 4C + 4C x C
+  double bytes_per_weight_;
 };
 
 }  // namespace tw::bench

@@ -287,6 +287,7 @@ void App::LogStartup() {
              {"max_batch", when(engine, l.max_batch)},
              {"threads", when(engine, l.threads)},
              {"cpu_kernels", b.kind == "cpu" ? cpu::IsaName(cpu::ActiveIsa()) : nullptr},
+             {"cpu_weights", b.kind == "cpu" ? config_.weights.c_str() : nullptr},
              {"tokens_per_s", engine ? std::nullopt : std::optional<double>(config_.mock_tokens_per_s)},
              {"ttft_ms", when(!engine, config_.mock_ttft_ms)},
              {"prefix_cache", engine ? (config_.prefix_cache ? "on" : "off") : nullptr},

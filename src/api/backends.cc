@@ -1,6 +1,7 @@
 #include "api/backends.h"
 
 #include "backend/mock_backend.h"
+#include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
 #include "cuda/cuda_runner.h"
 #include "engine/engine.h"
@@ -11,14 +12,21 @@ namespace tw::api {
 
 Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
                   const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out,
-                  std::string_view cuda_matmul) {
+                  std::string_view cuda_matmul, std::string_view weights) {
+  cpu::WeightFormat format;
+  if (Status s = cpu::ParseWeightFormat(std::string(weights).c_str(), &format); !s.ok()) {
+    return Status::Error("--weights: " + s.message());
+  }
   if (kind == "cpu") {
     std::unique_ptr<model::CpuRunner> r;
-    if (Status s = model::CpuRunner::Create(std::move(model), limits, &r); !s.ok()) return s;
+    if (Status s = model::CpuRunner::Create(std::move(model), limits, &r, format); !s.ok()) return s;
     *out = std::move(r);
     return Status::Ok();
   }
   if (kind == "cuda") {
+    if (format != cpu::WeightFormat::kF32) {
+      return Status::Error("--weights " + std::string(weights) + ": the cuda runner has float32 weights only");
+    }
     cuda::CudaRunnerOptions co;
     co.tf32x3 = cuda_matmul == "3xtf32";
     return cuda::MakeCudaRunner(std::move(model), limits, co, out);
@@ -68,7 +76,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.log = log;
   const engine::RunnerLimits limits = engine::RunnerLimitsFor(eo, c.n_ctx);
   std::unique_ptr<engine::ModelRunner> runner;
-  if (Status s = MakeRunner(config.backend, model, limits, &runner, config.cuda_matmul); !s.ok()) return s;
+  if (Status s = MakeRunner(config.backend, model, limits, &runner, config.cuda_matmul, config.weights); !s.ok()) return s;
   info->model_name = name;
   info->model_source = config.model_dir.empty() ? "random weights (tiny shape, seed 0)" : config.model_dir;
   info->n_layer = c.n_layer;

@@ -26,10 +26,12 @@ class Tokenizer;
 namespace tw::api {
 
 // A runner of `kind` ("cpu" or "cuda") for `model` with `limits`;
-// `cuda_matmul` ("fp32" or "3xtf32") picks the CUDA runner's matmul path.
+// `cuda_matmul` ("fp32" or "3xtf32") picks the CUDA runner's matmul path,
+// `weights` ("f32", "bf16" or "q8") the CPU runner's weight format (only f32
+// for cuda).
 Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
                   const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out,
-                  std::string_view cuda_matmul = "fp32");
+                  std::string_view cuda_matmul = "fp32", std::string_view weights = "f32");
 
 // What the factory built, for the start-up summary.
 struct BackendInfo {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/log.h"
+#include "cpu/kernels.h"
 
 namespace tw::api {
 
@@ -211,6 +212,12 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
     } else if (name == "--prefix-cache") {
       if (v != "on" && v != "off") return Status::Error("--prefix-cache: on or off, got '" + std::string(v) + "'");
       cfg->prefix_cache = v == "on";
+    } else if (name == "--weights") {
+      cpu::WeightFormat f;
+      if (Status s = cpu::ParseWeightFormat(std::string(v).c_str(), &f); !s.ok()) {
+        return Status::Error("--weights: " + s.message());
+      }
+      cfg->weights = v;
     } else if (name == "--log-level") {
       LogLevel level;
       if (!ParseLogLevel(v, &level)) {
@@ -244,6 +251,10 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
                          std::to_string(cfg->resume_window_events) +
                          "): a detached client must be able to resume");
   }
+  if (cfg->weights != "f32" && cfg->backend != "cpu") {
+    return Status::Error("--weights " + cfg->weights + " packs the cpu backend's matmul weights; it needs "
+                         "--backend cpu (got " + cfg->backend + ")");
+  }
   if (cfg->default_new_tokens > cfg->max_new_tokens) cfg->default_new_tokens = cfg->max_new_tokens;
   return Status::Ok();
 }
@@ -267,6 +278,8 @@ std::string ServeHelp() {
       "  --prefix-cache on|off       cpu/cuda: a prompt's longest cached prefix (whole KV blocks) is\n"
       "                              shared, not prefilled again; blocks stay cached until evicted\n"
       "                              (least recently used); default " + (d.prefix_cache ? "on" : "off") + "\n"
+      "  --weights F                 cpu backend matmul weights: f32 (the exact reference), bf16\n"
+      "                              (rounded to bfloat16) or q8 (8-bit, a scale per 32); default " + d.weights + "\n"
       "  --host ADDR                 default " + d.host + "\n"
       "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
       "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"

@@ -22,6 +22,7 @@ struct Config {
   std::string backend = "cpu";  // --backend cpu|cuda|mock
   int threads = 0;              // --threads (0 = one per core)
   std::string cuda_matmul = "fp32";  // --cuda-matmul fp32|3xtf32
+  std::string weights = "f32";       // --weights f32|bf16|q8 (cpu backend's matmul weights)
   // Listening.
   std::string host = "127.0.0.1";
   int port = 8080;

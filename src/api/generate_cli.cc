@@ -99,6 +99,11 @@ const FlagSpec kFlags[] = {
        f->threads = n;
        return Status::Ok();
      }},
+    {"--weights", "F", "matmul weights: f32 (the exact reference), bf16 or q8; default f32",
+     [](const std::string& v, GenerateFlags* f) -> Status {
+       if (Status s = cpu::ParseWeightFormat(v.c_str(), &f->weights); !s.ok()) return Status::Error("--weights: " + s.message());
+       return Status::Ok();
+     }},
     {"--block-size", "N", "tokens per KV block (1..1024); default 16",
      [](const std::string& v, GenerateFlags* f) -> Status {
        int64_t n = 0;
@@ -224,6 +229,7 @@ int GenerateMain(int argc, char** argv, int first) {
   cpu::ThreadPool pool(f.threads > 0 ? static_cast<int>(f.threads) : cpu::ThreadPool::HardwareThreads());
   model::ForwardLimits fl;
   fl.max_batch = 1;
+  fl.weights = f.weights;
   std::unique_ptr<model::Gpt2Forward> fwd;
   if (Status s = model::Gpt2Forward::Create(*gpt2, kv.get(), &pool, fl, &fwd); !s.ok()) return fail(s);
 

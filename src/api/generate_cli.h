@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "cpu/kernels.h"
 
 namespace tw::api {
 
@@ -30,6 +31,7 @@ struct GenerateFlags {
   uint64_t seed = 0;
   int64_t threads = 0;
   int64_t block_size = 16;
+  cpu::WeightFormat weights = cpu::WeightFormat::kF32;  // --weights f32|bf16|q8
   std::vector<std::string> stop;
 };
 

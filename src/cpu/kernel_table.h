@@ -12,11 +12,11 @@
 namespace tw::cpu::internal {
 
 struct KernelTable {
-  // y (rows, N) = [y +] [bias +] x (rows, K) @ W (y's term when accumulate,
-  // bias's when not null) restricted to the columns of panels
-  // [panel_begin, panel_end); packed = PackedWeight::data.
-  void (*gemm_panels)(const float* x, int rows, int K, const float* packed, int panel_begin,
-                      int panel_end, int N, const float* bias, bool accumulate, float* y);
+  // y (rows, w.out) = [y +] [bias +] x (rows, w.in) @ W (y's term when
+  // accumulate, bias's when not null) restricted to the columns of panels
+  // [panel_begin, panel_end), in w's format.
+  void (*gemm_panels)(const float* x, int rows, const PackedWeight& w, int panel_begin, int panel_end,
+                      const float* bias, bool accumulate, float* y);
   void (*layernorm_row)(const float* x, int C, const float* w, const float* b, float eps,
                         float* out);
   void (*gelu)(float* x, size_t n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -182,6 +183,157 @@ void PackWeightTransposed(const float* wt, int in, int out, float* dst) {
   }
 }
 
+// ---- weight formats ---------------------------------------------------------
+
+const char* WeightFormatName(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kF32:
+      return "f32";
+    case WeightFormat::kBf16:
+      return "bf16";
+    case WeightFormat::kQ8:
+      return "q8";
+  }
+  return "unknown";
+}
+
+Status ParseWeightFormat(const char* name, WeightFormat* out) {
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kQ8}) {
+    if (name && std::strcmp(name, WeightFormatName(f)) == 0) {
+      *out = f;
+      return Status::Ok();
+    }
+  }
+  return Status::Error(std::string("unknown weight format '") + (name ? name : "") + "' (f32, bf16 or q8)");
+}
+
+uint16_t Bf16FromFloat(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // NaN stays a (quiet) NaN
+  }
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float FloatFromBf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+namespace {
+
+size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// One column's block of up to kQ8Block weights (w[i * stride], i < n):
+// its scale (max|w| / 127, 0 for an all-zero block) and int8 values.
+float QuantizeQ8Block(const float* w, size_t stride, int n, int8_t* q, size_t q_stride) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(w[i * stride]));
+  const float scale = amax / 127.0f;
+  for (int i = 0; i < n; ++i) {
+    const float v = scale > 0.0f ? std::nearbyint(w[i * stride] / scale) : 0.0f;
+    q[i * q_stride] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, v)));
+  }
+  return scale;
+}
+
+}  // namespace
+
+size_t PackedWeightBytes(WeightFormat format, int in, int out) {
+  const size_t elems = PackedWeightFloats(in, out);
+  switch (format) {
+    case WeightFormat::kF32:
+      return RoundUp64(elems * sizeof(float));
+    case WeightFormat::kBf16:
+      return RoundUp64(elems * sizeof(uint16_t));
+    case WeightFormat::kQ8: {
+      const size_t panels = (static_cast<size_t>(out) + kPanelWidth - 1) / kPanelWidth;
+      const size_t blocks = (static_cast<size_t>(in) + kQ8Block - 1) / kQ8Block;
+      return RoundUp64(elems) + RoundUp64(panels * blocks * kPanelWidth * sizeof(float));
+    }
+  }
+  return 0;
+}
+
+PackedWeight PackWeightAs(WeightFormat format, const float* w, int in, int out, bool transposed, void* dst) {
+  PackedWeight pw;
+  pw.in = in;
+  pw.out = out;
+  pw.format = format;
+  const int panels = (out + kPanelWidth - 1) / kPanelWidth;
+  const size_t panel_elems = static_cast<size_t>(in) * kPanelWidth;
+  // Weight (k, col) of the logical (in, out) matrix; 0 past the last column.
+  auto at = [&](int k, int col) {
+    if (col >= out) return 0.0f;
+    return transposed ? w[static_cast<size_t>(col) * in + k] : w[static_cast<size_t>(k) * out + col];
+  };
+  switch (format) {
+    case WeightFormat::kF32: {
+      float* d = static_cast<float*>(dst);
+      if (transposed) PackWeightTransposed(w, in, out, d);
+      else PackWeight(w, in, out, d);
+      pw.data = d;
+      break;
+    }
+    case WeightFormat::kBf16: {
+      uint16_t* d = static_cast<uint16_t*>(dst);
+      for (int p = 0; p < panels; ++p)
+        for (int k = 0; k < in; ++k)
+          for (int j = 0; j < kPanelWidth; ++j)
+            d[p * panel_elems + static_cast<size_t>(k) * kPanelWidth + j] = Bf16FromFloat(at(k, p * kPanelWidth + j));
+      pw.bf16 = d;
+      break;
+    }
+    case WeightFormat::kQ8: {
+      int8_t* q = static_cast<int8_t*>(dst);
+      float* scales = reinterpret_cast<float*>(static_cast<char*>(dst) + RoundUp64(PackedWeightFloats(in, out)));
+      const int blocks = (in + kQ8Block - 1) / kQ8Block;
+      float col[kQ8Block];
+      for (int p = 0; p < panels; ++p) {
+        for (int blk = 0; blk < blocks; ++blk) {
+          const int k0 = blk * kQ8Block, n = std::min(kQ8Block, in - k0);
+          for (int j = 0; j < kPanelWidth; ++j) {
+            for (int i = 0; i < n; ++i) col[i] = at(k0 + i, p * kPanelWidth + j);
+            scales[(static_cast<size_t>(p) * blocks + blk) * kPanelWidth + j] =
+                QuantizeQ8Block(col, 1, n, q + p * panel_elems + static_cast<size_t>(k0) * kPanelWidth + j, kPanelWidth);
+          }
+        }
+      }
+      pw.q8 = q;
+      pw.q8_scales = scales;
+      break;
+    }
+  }
+  return pw;
+}
+
+void DequantizedWeight(WeightFormat format, const float* w, int in, int out, float* dst) {
+  const size_t n = static_cast<size_t>(in) * out;
+  switch (format) {
+    case WeightFormat::kF32:
+      std::memcpy(dst, w, n * sizeof(float));
+      return;
+    case WeightFormat::kBf16:
+      for (size_t i = 0; i < n; ++i) dst[i] = FloatFromBf16(Bf16FromFloat(w[i]));
+      return;
+    case WeightFormat::kQ8: {
+      int8_t q[kQ8Block];
+      for (int col = 0; col < out; ++col) {
+        for (int k0 = 0; k0 < in; k0 += kQ8Block) {
+          const int m = std::min(kQ8Block, in - k0);
+          const float scale = QuantizeQ8Block(w + static_cast<size_t>(k0) * out + col, out, m, q, 1);
+          for (int i = 0; i < m; ++i) dst[static_cast<size_t>(k0 + i) * out + col] = static_cast<float>(q[i]) * scale;
+        }
+      }
+      return;
+    }
+  }
+}
+
 // ---- kernels ----------------------------------------------------------------
 
 void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w, const float* bias,
@@ -194,7 +346,7 @@ void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w, c
   auto task = [&](int i, int /*worker*/) {
     int p0 = 0, p1 = 0;
     split.Range(i, &p0, &p1);
-    t.gemm_panels(x, rows, K, w.data, p0, p1, N, bias, accumulate, y);
+    t.gemm_panels(x, rows, w, p0, p1, bias, accumulate, y);
   };
   if (pool && static_cast<double>(rows) * K * N >= kMinParallelFma) pool->ParallelFor(split.tasks(), task);
   else for (int i = 0; i < split.tasks(); ++i) task(i, 0);

@@ -14,9 +14,12 @@
 // Weights for Matmul are repacked once at load time ("panel-major": for each
 // panel of kPanelWidth = 16 output columns, `in` rows of 16 floats; the last
 // panel is zero-padded). A (in, out) matrix therefore occupies
-// PackedWeightFloats(in, out) floats. The kernel keeps MR x NP panels of
+// PackedWeightFloats(in, out) floats; in bf16 or q8 (WeightFormat) the same
+// order holds 2- or 1-byte elements (q8 adds a float32 scale per 32 rows of
+// a column), widened to float32 in registers. The kernel keeps MR x NP panels of
 // accumulators in registers (AVX-512: 12 rows x 32 columns, or 8 x 48,
-// whichever pads the row count less) over K (in passes of up to 1024, each
+// whichever pads the row count less; AVX2: 6 x 16, or 2 x 48 for one or
+// two rows) over K (in passes of up to 1024, each
 // continuing from the stored value), so each output is one FMA chain over k
 // whatever the number of rows: a row's result does not depend on the other
 // rows in the batch.
@@ -24,8 +27,10 @@
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be
 // null: run on the caller). ForceIsa/ResetIsa must not race with kernels.
-// Allocation: none. Never: allocates, throws, or reads outside the stated
-// shapes.
+// Allocation: none (a bf16 / q8 matmul over more rows than one register
+// tile widens its panels into per-thread float32 scratch: static
+// thread_local, at most 3 panels x 1024 rows x 16 floats per shape). Never:
+// allocates, throws, or reads outside the stated shapes.
 #pragma once
 
 #include <cstddef>
@@ -47,11 +52,35 @@ void ResetIsa();               // back to BestIsa()
 
 constexpr int kPanelWidth = 16;  // output columns per packed panel
 
-// A weight of logical shape (in, out), packed by PackWeight*.
+// How a matmul's weights are stored (chosen at load: --weights). Every
+// format uses the same panel-major order; only the element differs, and
+// the kernels widen each element to float32 in registers, so the math
+// (activations, accumulators, bias, residual) stays float32 in all three.
+// - kF32:  float32, the exact reference.
+// - kBf16: the float32 weight rounded to its top 16 bits (bfloat16, round to
+//          nearest, ties to even); widened by a 16-bit shift (exact).
+// - kQ8:   symmetric 8-bit with one float32 scale per block of kQ8Block
+//          consecutive weights of one output column (along `in`, like
+//          llama.cpp's Q8_0 with a float32 scale): scale = max|w| / 127,
+//          q = round-to-nearest-even(w / scale) in [-127, 127]; a weight is
+//          float(q) * scale, computed in registers (one float32 rounding).
+enum class WeightFormat { kF32 = 0, kBf16 = 1, kQ8 = 2 };
+constexpr int kQ8Block = 32;  // weights per Q8 scale
+
+const char* WeightFormatName(WeightFormat f);  // "f32", "bf16", "q8"
+// "f32", "bf16" or "q8" -> *out; anything else is an error naming the choices.
+Status ParseWeightFormat(const char* name, WeightFormat* out);
+
+// A weight of logical shape (in, out), packed by PackWeight* or
+// PackWeightAs. Exactly one of data / bf16 / q8 is set, by `format`.
 struct PackedWeight {
-  const float* data = nullptr;  // (ceil(out/16), in, 16)
+  const float* data = nullptr;  // f32: (ceil(out/16), in, 16)
   int in = 0;
   int out = 0;
+  WeightFormat format = WeightFormat::kF32;
+  const uint16_t* bf16 = nullptr;     // bf16: (ceil(out/16), in, 16), the top halves of float32
+  const int8_t* q8 = nullptr;         // q8: (ceil(out/16), in, 16)
+  const float* q8_scales = nullptr;   // q8: (ceil(out/16), ceil(in/32), 16)
 };
 
 size_t PackedWeightFloats(int in, int out);
@@ -59,6 +88,23 @@ size_t PackedWeightFloats(int in, int out);
 void PackWeight(const float* w, int in, int out, float* dst);
 // wt: (out, in) row-major (e.g. the tied LM head wte, (V, C)); packs wt^T.
 void PackWeightTransposed(const float* wt, int in, int out, float* dst);
+
+// Bytes PackWeightAs writes for an (in, out) weight in `format` (a multiple
+// of 64: each part starts 64-byte aligned).
+size_t PackedWeightBytes(WeightFormat format, int in, int out);
+// Packs w (in, out) row-major, or with `transposed` wt (out, in) row-major
+// (packing wt^T), in `format` into dst (64-byte aligned,
+// PackedWeightBytes(format, in, out) bytes) and returns the view of it.
+// f32 is bit for bit PackWeight / PackWeightTransposed.
+PackedWeight PackWeightAs(WeightFormat format, const float* w, int in, int out, bool transposed, void* dst);
+
+// The float32 value a weight takes in `format` (what the kernels multiply
+// by): f32 unchanged, bf16 rounded, q8 float(q) * scale of its block. For
+// tests and weights_tool: w (in, out) row-major -> out (in, out).
+void DequantizedWeight(WeightFormat format, const float* w, int in, int out, float* dst);
+// One float32 rounded to bfloat16 (nearest, ties to even; NaN stays NaN).
+uint16_t Bf16FromFloat(float f);
+float FloatFromBf16(uint16_t h);
 
 // y (rows, w.out) = x (rows, w.in) @ W + bias   (accumulate=false)
 // y (rows, w.out) += x (rows, w.in) @ W + bias  (accumulate=true: residual)

@@ -23,12 +23,25 @@ struct V {
   static constexpr int W = 8;
   static constexpr int MR = 6;  // 6 rows x 2 vectors = 12 accumulators of 16 ymm
   static constexpr int NP = 1;
-  static constexpr int MR2 = MR;  // one shape at this level
-  static constexpr int NP2 = NP;
+  // Batches of 1-2 rows: 2 rows x 3 panels (6 vectors), also 12
+  // accumulators: one row of 6x1 has only 2 FMA chains, each waiting on the
+  // last (4-cycle latency), where 1x3 keeps 6 going.
+  static constexpr int MR2 = 2;
+  static constexpr int NP2 = 3;
+  static constexpr bool Shape2AnyRows = false;  // only for rows <= MR2 (more rows: 6x1 reads fewer vectors per FMA)
   static constexpr int AttendRows = 1;  // head_dim 64 is 8 ymm a query: one at a time
   static T Zero() { return _mm256_setzero_ps(); }
   static T Set1(float f) { return _mm256_set1_ps(f); }
   static T Load(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 bfloat16 -> float32: each 16-bit value becomes the top half of a lane.
+  static T LoadBf16(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  // 8 int8 -> float32 (exact).
+  static T LoadI8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T Add(T a, T b) { return _mm256_add_ps(a, b); }
   static T Sub(T a, T b) { return _mm256_sub_ps(a, b); }

@@ -32,10 +32,20 @@ struct V {
   static constexpr int NP = 2;
   static constexpr int MR2 = 8;  // 8 rows x 3 panels: also 24 accumulators
   static constexpr int NP2 = 3;
+  static constexpr bool Shape2AnyRows = true;  // whichever pads the row count less
   static constexpr int AttendRows = 4;  // queries whose value sums share registers (4 x 4 zmm at head_dim 64)
   static T Zero() { return _mm512_setzero_ps(); }
   static T Set1(float f) { return _mm512_set1_ps(f); }
   static T Load(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 bfloat16 -> float32: each 16-bit value becomes the top half of a lane.
+  static T LoadBf16(const uint16_t* p) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  // 16 int8 -> float32 (exact).
+  static T LoadI8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static void Store(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T Add(T a, T b) { return _mm512_add_ps(a, b); }
   static T Sub(T a, T b) { return _mm512_sub_ps(a, b); }

@@ -11,7 +11,7 @@ CpuRunner::CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::Runne
     : model_(std::move(model)), limits_(limits) {}
 
 Status CpuRunner::Create(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits,
-                         std::unique_ptr<CpuRunner>* out) {
+                         std::unique_ptr<CpuRunner>* out, cpu::WeightFormat weights) {
   if (!model) return Status::Error("cpu runner: no model");
   engine::RunnerLimits l = limits;
   if (l.max_batch < 1 || l.num_kv_blocks < 1 || l.block_size_tokens < 1 || l.max_prefill_tokens < 1) {
@@ -31,6 +31,7 @@ Status CpuRunner::Create(std::shared_ptr<const Gpt2Model> model, const engine::R
   ForwardLimits fl;
   fl.max_batch = l.max_batch;
   fl.max_prefill_chunk_tokens = l.max_prefill_tokens;
+  fl.weights = weights;
   if (Status s = Gpt2Forward::Create(*r->model_, r->kv_.get(), r->pool_.get(), fl, &r->forward_); !s.ok()) {
     return Status::Error("cpu runner: " + s.message());
   }

@@ -34,10 +34,11 @@ namespace tw::model {
 class CpuRunner : public engine::ModelRunner {
  public:
   // Builds the pool (limits.threads), the KV pool (limits.num_kv_blocks x
-  // block_size_tokens), the forward pass and the samplers. The model is
-  // shared (its weights are read in place).
+  // block_size_tokens), the forward pass (its matrices packed in `weights`:
+  // --weights) and the samplers. The model is shared (its embeddings, norms
+  // and biases are read in place).
   static Status Create(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits,
-                       std::unique_ptr<CpuRunner>* out);
+                       std::unique_ptr<CpuRunner>* out, cpu::WeightFormat weights = cpu::WeightFormat::kF32);
 
   const char* kind() const override { return "cpu"; }
   engine::ModelShape shape() const override;
@@ -47,6 +48,7 @@ class CpuRunner : public engine::ModelRunner {
 
   size_t kv_pool_bytes() const { return kv_->bytes(); }
   size_t packed_weight_bytes() const { return forward_->packed_weight_bytes(); }
+  cpu::WeightFormat weight_format() const { return forward_->weight_format(); }
 
  private:
   CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits);

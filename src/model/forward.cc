@@ -54,32 +54,30 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   const int C = c.n_embd, V = c.vocab_size;
   f->max_rows_ = std::max(limits.max_batch, std::min(limits.max_prefill_chunk_tokens, c.n_ctx));
 
-  // One slab for all packed matrices.
-  const size_t per_layer = cpu::PackedWeightFloats(C, 3 * C) + cpu::PackedWeightFloats(C, C) +
-                           cpu::PackedWeightFloats(C, 4 * C) + cpu::PackedWeightFloats(4 * C, C);
-  f->packed_floats_ = per_layer * c.n_layer + cpu::PackedWeightFloats(C, V);
-  f->packed_ = cpu::AllocAligned(f->packed_floats_);
+  // One slab for all packed matrices, in the chosen format.
+  const cpu::WeightFormat fmt = limits.weights;
+  const size_t per_layer = cpu::PackedWeightBytes(fmt, C, 3 * C) + cpu::PackedWeightBytes(fmt, C, C) +
+                           cpu::PackedWeightBytes(fmt, C, 4 * C) + cpu::PackedWeightBytes(fmt, 4 * C, C);
+  f->packed_bytes_ = per_layer * c.n_layer + cpu::PackedWeightBytes(fmt, C, V);
+  f->packed_ = cpu::AllocAligned(f->packed_bytes_ / sizeof(float));  // every part is a multiple of 64 bytes
   if (!f->packed_) {
-    return Status::Error("Gpt2Forward: cannot allocate " + Str(f->packed_floats_ * sizeof(float)) +
-                         " bytes for packed weights");
+    return Status::Error("Gpt2Forward: cannot allocate " + Str(f->packed_bytes_) + " bytes for packed weights");
   }
-  float* dst = f->packed_.get();
-  auto pack = [&](const float* src, int in, int outn) {
-    cpu::PackWeight(src, in, outn, dst);
-    cpu::PackedWeight pw{dst, in, outn};
-    dst += cpu::PackedWeightFloats(in, outn);
+  char* dst = reinterpret_cast<char*>(f->packed_.get());
+  auto pack = [&](const float* src, int in, int outn, bool transposed) {
+    cpu::PackedWeight pw = cpu::PackWeightAs(fmt, src, in, outn, transposed, dst);
+    dst += cpu::PackedWeightBytes(fmt, in, outn);
     return pw;
   };
   for (const Gpt2Layer& l : w.layers) {
     PackedLayer pl;
-    pl.attn = pack(l.attn_w, C, 3 * C);
-    pl.attn_proj = pack(l.attn_proj_w, C, C);
-    pl.fc = pack(l.fc_w, C, 4 * C);
-    pl.proj = pack(l.proj_w, 4 * C, C);
+    pl.attn = pack(l.attn_w, C, 3 * C, false);
+    pl.attn_proj = pack(l.attn_proj_w, C, C, false);
+    pl.fc = pack(l.fc_w, C, 4 * C, false);
+    pl.proj = pack(l.proj_w, 4 * C, C, false);
     f->layers_.push_back(pl);
   }
-  cpu::PackWeightTransposed(w.wte, C, V, dst);
-  f->lm_head_ = cpu::PackedWeight{dst, C, V};
+  f->lm_head_ = pack(w.wte, C, V, true);
 
   const size_t R = static_cast<size_t>(f->max_rows_);
   const int threads = pool ? pool->threads() : 1;

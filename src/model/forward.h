@@ -8,8 +8,10 @@
 //
 // Weights: at Create() the four matrices of every layer and the tied LM head
 // (wte^T) are repacked into one 64-byte-aligned slab in the kernels' panel
-// layout (cpu/kernels.h); that slab is about the size of the model's float32
-// parameters. Embeddings, biases and layer-norm parameters are read from the
+// layout (cpu/kernels.h), in the format ForwardLimits::weights names: f32
+// (the exact reference; about the size of the model's float32 parameters),
+// bf16 (half) or q8 (~0.28x). Embedding lookups, layer norms, biases,
+// activations and the KV cache stay float32 in every format. Embeddings, biases and layer-norm parameters are read from the
 // Gpt2Model, which must outlive this object, as must the KvPool and the
 // ThreadPool.
 //
@@ -23,7 +25,8 @@
 // results do not depend on the thread count, on the batch composition, on
 // the block size or on the prefill chunking: every row's arithmetic is the
 // same sequence of float operations, so the logits are bitwise equal
-// (tests/forward/ checks each). Different levels differ by rounding only.
+// (tests/forward/ checks each, in every weight format). Different levels
+// differ by rounding only.
 // Never: allocates per call, throws, or touches K/V outside the block tables
 // it is given.
 #pragma once
@@ -44,6 +47,9 @@ namespace tw::model {
 struct ForwardLimits {
   int max_batch = 32;                  // sequences per DecodeBatch
   int max_prefill_chunk_tokens = 256;  // prompt tokens per pass; longer prompts are chunked
+  // How the packed matrices are stored (--weights): f32 is the exact
+  // reference; bf16 / q8 round them at load (cpu::WeightFormat).
+  cpu::WeightFormat weights = cpu::WeightFormat::kF32;
 };
 
 class Gpt2Forward {
@@ -77,7 +83,8 @@ class Gpt2Forward {
 
   const Gpt2Config& config() const { return cfg_; }
   int max_rows() const { return max_rows_; }
-  size_t packed_weight_bytes() const { return packed_floats_ * sizeof(float); }
+  size_t packed_weight_bytes() const { return packed_bytes_; }
+  cpu::WeightFormat weight_format() const { return limits_.weights; }
 
  private:
   struct PackedLayer {
@@ -106,8 +113,8 @@ class Gpt2Forward {
   ForwardLimits limits_;
   int max_rows_ = 0;
 
-  cpu::AlignedFloats packed_;  // one slab: every layer's matrices, then the LM head
-  size_t packed_floats_ = 0;
+  cpu::AlignedFloats packed_;  // one slab: every layer's matrices, then the LM head (limits_.weights' format)
+  size_t packed_bytes_ = 0;
   std::vector<PackedLayer> layers_;
   cpu::PackedWeight lm_head_;  // (C, V) = wte^T
 

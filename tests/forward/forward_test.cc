@@ -97,6 +97,16 @@ std::vector<double> ReferenceForward(const Gpt2Model& m, const std::vector<int32
   return logits;
 }
 
+// Every weight format: the invariances below hold bitwise within each.
+constexpr cpu::WeightFormat kFormats[] = {cpu::WeightFormat::kF32, cpu::WeightFormat::kBf16,
+                                          cpu::WeightFormat::kQ8};
+
+ForwardLimits Limits(int max_batch, int chunk, cpu::WeightFormat f) {
+  ForwardLimits l{max_batch, chunk};
+  l.weights = f;
+  return l;
+}
+
 std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int32_t> d(0, vocab - 1);
@@ -151,14 +161,15 @@ TEST_F(ForwardTest, MatchesNaiveFloat64ReferenceAtEveryPosition) {
   EXPECT_GT(biggest, 0.5);  // the logits are not trivially small
 }
 
-TEST_F(ForwardTest, BatchedDecodeOfDifferentLengthsEqualsEachAloneBitwise) {
+// Batched decode of sequences of different lengths == each alone, bitwise.
+void ExpectBatchedDecodeEqualsEachAlone(const Gpt2Model& model, int V, cpu::WeightFormat format) {
   cpu::ThreadPool threads(2);
   const std::vector<int> lengths = {1, 4, 9, 17, 30};
   const int B = static_cast<int>(lengths.size()), steps = 6;
   // Solo: each sequence in its own rig, decoded with batch 1.
   std::vector<std::vector<float>> solo(B);
   for (int b = 0; b < B; ++b) {
-    Rig rig(model_, 16, ForwardLimits{1, 64}, &threads);
+    Rig rig(model, 16, Limits(1, 64, format), &threads);
     std::vector<int32_t> toks = RandomTokens(lengths[b] + steps, V, 100 + b);
     SeqState seq = rig.NewSeq(lengths[b] + steps);
     ASSERT_TRUE(rig.fwd->Prefill(&seq, toks.data(), lengths[b], nullptr).ok());
@@ -169,7 +180,7 @@ TEST_F(ForwardTest, BatchedDecodeOfDifferentLengthsEqualsEachAloneBitwise) {
     }
   }
   // Batched: all in one pool (block size 3, interleaved blocks), one DecodeBatch per step.
-  Rig rig(model_, 3, ForwardLimits{B, 64}, &threads);
+  Rig rig(model, 3, Limits(B, 64, format), &threads);
   std::vector<SeqState> seqs(B);
   std::vector<SeqState*> ptrs;
   std::vector<std::vector<int32_t>> toks(B);
@@ -200,17 +211,24 @@ TEST_F(ForwardTest, BatchedDecodeOfDifferentLengthsEqualsEachAloneBitwise) {
   }
 }
 
+TEST_F(ForwardTest, BatchedDecodeOfDifferentLengthsEqualsEachAloneBitwise) {
+  for (cpu::WeightFormat f : kFormats) {
+    SCOPED_TRACE(cpu::WeightFormatName(f));
+    ExpectBatchedDecodeEqualsEachAlone(model_, V, f);
+  }
+}
+
 // Prefill in one pass, in chunks of 7 (its attention groups of up to four
 // rows cut differently), on 3 threads, and one token at a time through the
 // decode path: the same bits. Also with GPT-2's head size (64), where the
 // vector levels attend a group of rows in one walk over the K/V blocks
 // (cpu::AttendRows) and a single row on its own path.
-void ExpectPrefillPathsAgree(const Gpt2Model& model, int V) {
+void ExpectPrefillPathsAgree(const Gpt2Model& model, int V, cpu::WeightFormat format) {
   const int T = 20;
   const std::vector<int32_t> toks = RandomTokens(T, V, 7);
   auto run = [&](int chunk, int threads, bool decode_after_first) {
     cpu::ThreadPool pool(threads);
-    Rig rig(model, 5, ForwardLimits{2, chunk}, &pool);
+    Rig rig(model, 5, Limits(2, chunk, format), &pool);
     SeqState seq = rig.NewSeq(T);
     std::vector<float> out(static_cast<size_t>(T) * V, NAN);
     if (decode_after_first) {
@@ -233,12 +251,15 @@ void ExpectPrefillPathsAgree(const Gpt2Model& model, int V) {
 }
 
 TEST_F(ForwardTest, PrefillChunkingAndThreadCountDoNotChangeLogits) {
-  ExpectPrefillPathsAgree(model_, V);
   model::Gpt2Config c = SmallConfig();
   c.n_embd = 128;
   c.n_head = 2;  // head size 64
   RandomGpt2Model wide(c, 43);
-  ExpectPrefillPathsAgree(wide, c.vocab_size);
+  for (cpu::WeightFormat f : kFormats) {
+    SCOPED_TRACE(cpu::WeightFormatName(f));
+    ExpectPrefillPathsAgree(model_, V, f);
+    ExpectPrefillPathsAgree(wide, c.vocab_size, f);
+  }
 }
 
 // Several prompts in one PrefillBatch pass: each sequence's last logits, and
@@ -251,8 +272,10 @@ TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
   std::vector<std::vector<int32_t>> toks;
   for (int b = 0; b < B; ++b) toks.push_back(RandomTokens(lengths[b] + 4, V, 50 + b));
   cpu::ThreadPool three(3);
+  for (cpu::WeightFormat format : kFormats)
   for (cpu::ThreadPool* pool : {static_cast<cpu::ThreadPool*>(nullptr), &three}) {
-    Rig rig(model_, 4, ForwardLimits{8, 40}, pool);
+    SCOPED_TRACE(cpu::WeightFormatName(format));
+    Rig rig(model_, 4, Limits(8, 40, format), pool);
     // Alone: a 4-token head start, then the prompt, then one decode step.
     std::vector<std::vector<float>> alone(B, std::vector<float>(V)), alone_next(B, std::vector<float>(V));
     for (int b = 0; b < B; ++b) {
@@ -288,6 +311,7 @@ TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
                                V * sizeof(float)))
           << "decode after the batched prefill, sequence " << b;
     }
+    if (format != cpu::WeightFormat::kF32) continue;  // their drift: weight_formats_test.cc
     std::vector<int32_t> full(toks[2].begin(), toks[2].begin() + 4 + lengths[2]);
     std::vector<double> ref = ReferenceForward(model_, full);
     for (int v = 0; v < V; ++v) {

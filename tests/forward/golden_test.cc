@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -217,6 +218,114 @@ TEST_F(GoldenTest, BlockSizesGiveBitwiseEqualLogits) {
   double worst = 0;
   for (size_t i = 0; i < g.prompt_logits.size(); ++i) worst = std::max(worst, std::fabs(double(results[0][i]) - g.prompt_logits[i]));
   EXPECT_LE(worst, kLogitTol);
+}
+
+
+// The bf16 and q8 weight formats against the golden float64 reference and
+// against f32, at every level: on the golden prompts, the max and mean
+// |logit - golden| over every prompt position; the golden greedy tokens fed
+// back (teacher forcing, 40 steps per case), how many steps' argmax is the
+// golden token; and a free-running greedy decode of 64 steps per case
+// against f32's, how many tokens agree before the first difference. Each
+// must stay within the format's stated tolerance (docs/DESIGN.md, "Weight
+// formats"; measured values printed). f32 is held to kLogitTol above.
+struct FormatTolerance {
+  cpu::WeightFormat format;
+  double max_abs;         // max |logit - golden| over the prompts' positions
+  double mean_abs;        // mean of the same
+  int min_greedy_agree;   // of 160 teacher-forced steps (4 cases x 40)
+  int min_free_prefix;    // of 256 free-running steps (4 cases x 64), tokens equal to f32's before a difference
+};
+constexpr FormatTolerance kFormatTolerances[] = {
+    // Measured at every level (2026-12-02): bf16 max 0.0178, mean 0.00225,
+    // 160/160, 256/256; q8 max 0.0548, mean 0.00792, 159/160, 192/256.
+    {cpu::WeightFormat::kBf16, 0.04, 0.005, 156, 192},
+    {cpu::WeightFormat::kQ8, 0.11, 0.016, 152, 128},
+};
+
+TEST_F(GoldenTest, WeightFormatsStayWithinTheirStatedDrift) {
+  const Gpt2Config& cfg = model_->config();
+  const int V = cfg.vocab_size, kFree = 64;
+  cpu::ThreadPool threads(2);
+  for (cpu::Isa isa : Levels()) {
+    ASSERT_TRUE(cpu::ForceIsa(isa).ok());
+    std::unique_ptr<KvPool> kv;
+    ASSERT_TRUE(KvPool::Create(cfg, KvCacheConfig{64, 16}, &kv).ok());
+    engine::BlockAllocator alloc(kv->num_blocks());
+    // Free-running greedy tokens of one case in a format.
+    auto free_run = [&](Gpt2Forward* fwd, const GoldenCase& g) {
+      SeqState seq;
+      EXPECT_TRUE(alloc.Alloc(BlocksFor(static_cast<int>(g.prompt.size()) + kFree, kv->block_size()), &seq.block_table));
+      std::vector<float> last(V);
+      EXPECT_TRUE(fwd->Prefill(&seq, g.prompt.data(), static_cast<int>(g.prompt.size()), last.data()).ok());
+      std::vector<int32_t> out;
+      for (int step = 0; step < kFree; ++step) {
+        int32_t tok = Argmax(last.data(), V);
+        out.push_back(tok);
+        SeqState* one = &seq;
+        if (step + 1 < kFree) {
+          EXPECT_TRUE(fwd->DecodeBatch(&one, &tok, 1, last.data()).ok());
+        }
+      }
+      EXPECT_TRUE(alloc.Free(seq.block_table).ok());
+      return out;
+    };
+    auto make = [&](cpu::WeightFormat f) {
+      ForwardLimits l{4, 32};
+      l.weights = f;
+      std::unique_ptr<Gpt2Forward> fwd;
+      Status s = Gpt2Forward::Create(*model_, kv.get(), &threads, l, &fwd);
+      EXPECT_TRUE(s.ok()) << s.message();
+      return fwd;
+    };
+    std::unique_ptr<Gpt2Forward> f32 = make(cpu::WeightFormat::kF32);
+    std::vector<std::vector<int32_t>> f32_free;
+    for (const GoldenCase& g : *cases_) f32_free.push_back(free_run(f32.get(), g));
+    for (const FormatTolerance& tol : kFormatTolerances) {
+      const std::string where = std::string(cpu::WeightFormatName(tol.format)) + " at " + cpu::IsaName(isa);
+      std::unique_ptr<Gpt2Forward> fwd = make(tol.format);
+      ASSERT_TRUE(fwd);
+      double worst = 0, sum = 0;
+      size_t count = 0;
+      int agree = 0, steps = 0, prefix = 0;
+      for (size_t ci = 0; ci < cases_->size(); ++ci) {
+        const GoldenCase& g = (*cases_)[ci];
+        const int T = static_cast<int>(g.prompt.size());
+        SeqState seq;
+        ASSERT_TRUE(alloc.Alloc(BlocksFor(T + 40, kv->block_size()), &seq.block_table));
+        std::vector<float> all(static_cast<size_t>(T) * V, NAN), last(V, NAN);
+        ASSERT_TRUE(fwd->Prefill(&seq, g.prompt.data(), T, last.data(), all.data()).ok());
+        for (size_t i = 0; i < all.size(); ++i) {
+          const double d = std::fabs(double(all[i]) - g.prompt_logits[i]);
+          worst = std::max(worst, d);
+          sum += d;
+          ++count;
+        }
+        for (size_t step = 0; step < g.greedy.size(); ++step) {
+          agree += Argmax(last.data(), V) == g.greedy[step];
+          ++steps;
+          if (step + 1 == g.greedy.size()) break;
+          SeqState* one = &seq;
+          int32_t tok = g.greedy[step];  // teacher forcing: the golden token goes in
+          ASSERT_TRUE(fwd->DecodeBatch(&one, &tok, 1, last.data()).ok());
+        }
+        ASSERT_TRUE(alloc.Free(seq.block_table).ok());
+        const std::vector<int32_t> mine = free_run(fwd.get(), g);
+        int same = 0;
+        while (same < kFree && mine[same] == f32_free[ci][same]) ++same;
+        prefix += same;
+      }
+      const double mean = sum / static_cast<double>(count);
+      std::printf("golden prompts, weights %s: max |logit - golden| %.3g, mean %.3g; teacher-forced greedy %d/%d; "
+                  "free-running 64-step prefix equal to f32 %d/%d\n",
+                  where.c_str(), worst, mean, agree, steps, prefix, kFree * static_cast<int>(cases_->size()));
+      EXPECT_LE(worst, tol.max_abs) << where;
+      EXPECT_LE(mean, tol.mean_abs) << where;
+      EXPECT_GT(worst, kLogitTol) << where << ": no drift at all; is the format really applied?";
+      EXPECT_GE(agree, tol.min_greedy_agree) << where;
+      EXPECT_GE(prefix, tol.min_free_prefix) << where;
+    }
+  }
 }
 
 }  // namespace
