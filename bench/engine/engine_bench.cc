@@ -23,7 +23,10 @@
 //                time; and 32 distinct prompts (0 % hits): the cache's cost.
 //
 // Usage: engine_bench --exp overlap|joiners|slow_readers|disconnects|prefix [--model DIR]
-//        [--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json [--command "..."]
+//        [--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] [--weights f32|bf16|q8]
+//        --out FILE.json [--command "..."]
+// --weights F runs the CPU runner with that weight format (default f32); a
+// result of another format is named engine-<experiment>-<format>.json.
 //        engine_bench --render-only DIR
 // --streams N (repeatable) runs the overlap experiment at those stream counts only (profiling);
 // --rounds N (default 3) sets the overlap's alternating (concurrent, back to back) rounds per
@@ -88,6 +91,7 @@ struct Args {
   bool quick = false;
   std::vector<int> streams;  // overlap: only these stream counts (default 1..32)
   int rounds = 3;            // overlap: alternating (concurrent, back to back) rounds per count
+  std::string weights = "f32";  // the CPU runner's weight format (--weights)
 };
 
 // Token append times per stream, recorded on the engine thread through the
@@ -145,6 +149,7 @@ backend::GenerationRequest Prompt(int i, int prompt_tokens, int new_tokens) {
 }
 
 struct Ctx {
+  std::string weights = "f32";  // --weights: f32, bf16 or q8
   std::shared_ptr<const model::Gpt2Model> model;
   std::string model_label;
   tokenizer::Tokenizer tok;
@@ -160,7 +165,8 @@ std::unique_ptr<engine::Engine> MakeEngine(Ctx& c, int max_batch, int threads, b
   // default, max_batch full contexts, would be 2.4 GB for the gpt2 shape).
   o.num_kv_blocks = max_batch * engine::BlocksFor(std::min(c.model->config().n_ctx, 448), 16);
   std::unique_ptr<engine::ModelRunner> runner;
-  Status s = api::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), &runner);
+  Status s = api::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), &runner, "fp32",
+                             c.weights);
   std::unique_ptr<engine::Engine> e;
   if (s.ok()) s = engine::Engine::Create(std::move(runner), &c.tok, o, &e);
   if (!s.ok()) {
@@ -224,6 +230,13 @@ bench::MachineFloors MeasureFloors(int threads) {
   return bench::MeasureFloors(&pool, 5);
 }
 
+// Bytes a weight of the format takes (the floors read that many).
+double BytesPerWeight(const std::string& weights) {
+  if (weights == "bf16") return 2;
+  if (weights == "q8") return 1.125;  // a byte, and a 4-byte scale per 32
+  return 4;
+}
+
 // Makespan floors of the overlap experiment's two modes for n streams of
 // `new_tokens` tokens after a `prompt`-token prompt: each step at max(FLOPs /
 // peak, bytes / bandwidth). Concurrent: every prompt in one prefill pass
@@ -254,7 +267,7 @@ std::vector<Row> Overlap(Ctx& c, const Args& a, Report* rep) {
   // The floors bound the speedup; measured before and after the rounds (the
   // shared host's state moves), the better of each counts.
   const bench::MachineFloors before = MeasureFloors(a.threads);
-  const bench::Gpt2Work work(c.model->config());
+  const bench::Gpt2Work work(c.model->config(), BytesPerWeight(c.weights));
   int tag = 0;
   std::vector<double> xs;
   std::vector<double> conc_makespan_ms, seq_makespan_ms;  // medians over the rounds
@@ -635,6 +648,7 @@ struct ServerRun {
   uint16_t port = 0;
   ServerRun(const Args& a, std::vector<std::string> flags) {
     std::vector<std::string> argv_s = {"tokenwire", "serve", "--port", "0", "--backend", "cpu",
+                                       "--weights", a.weights,
                                        "--threads", std::to_string(a.threads), "--max-new-tokens", "4096",
                                        "--kv-blocks", "512", "--block-size", "16"};
     if (!a.model.empty()) {
@@ -1179,27 +1193,29 @@ bool WriteCharts(const std::string& dir, const std::string& bench_name, const st
   return true;
 }
 
-// --render-only DIR: redraws the charts of every DIR/engine-<experiment>.json
+// --render-only DIR: redraws the charts of every DIR/engine-<experiment>[-<format>].json
 // there is. Exit status 0, or 1 if a file cannot be read, parsed or written.
 int RenderOnly(const std::string& dir) {
   int found = 0;
   for (const char* exp : {"overlap", "joiners", "slow_readers", "disconnects", "prefix"}) {
-    const std::string bench_name = std::string("engine-") + exp;
-    const std::string path = dir + "/" + bench_name + ".json";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) continue;  // that experiment has no result here
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    json::Value doc;
-    if (Status st = json::Parse(text, &doc); !st.ok()) {
-      std::fprintf(stderr, "%s: %s\n", path.c_str(), st.message().c_str());
-      return 1;
+    for (const char* format : {"", "-bf16", "-q8"}) {
+      const std::string bench_name = std::string("engine-") + exp + format;
+      const std::string path = dir + "/" + bench_name + ".json";
+      std::ifstream in(path, std::ios::binary);
+      if (!in) continue;  // that experiment has no result here
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      json::Value doc;
+      if (Status st = json::Parse(text, &doc); !st.ok()) {
+        std::fprintf(stderr, "%s: %s\n", path.c_str(), st.message().c_str());
+        return 1;
+      }
+      std::vector<Chart> charts = ChartsFor(exp, doc);
+      if (!WriteCharts(dir, bench_name, charts)) return 1;
+      for (const Chart& ch : charts) {
+        std::fprintf(stderr, "%s/%s-%s.svg from %s\n", dir.c_str(), bench_name.c_str(), ch.name.c_str(), path.c_str());
+      }
+      found++;
     }
-    std::vector<Chart> charts = ChartsFor(exp, doc);
-    if (!WriteCharts(dir, bench_name, charts)) return 1;
-    for (const Chart& ch : charts) {
-      std::fprintf(stderr, "%s/%s-%s.svg from %s\n", dir.c_str(), bench_name.c_str(), ch.name.c_str(), path.c_str());
-    }
-    found++;
   }
   if (found == 0) std::fprintf(stderr, "no engine-*.json in %s\n", dir.c_str());
   return 0;
@@ -1227,6 +1243,7 @@ int main(int argc, char** argv) {
     else if (k == "--model-note") a.model_note = next();
     else if (k == "--streams") a.streams.push_back(std::atoi(next().c_str()));
     else if (k == "--rounds") a.rounds = std::max(1, std::atoi(next().c_str()));
+    else if (k == "--weights") a.weights = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", k.c_str());
       return 2;
@@ -1235,13 +1252,19 @@ int main(int argc, char** argv) {
   if (a.out.empty() || (a.exp != "overlap" && a.exp != "joiners" && a.exp != "disconnects" &&
                          a.exp != "slow_readers" && a.exp != "prefix")) {
     std::fprintf(stderr, "usage: engine_bench --exp overlap|joiners|slow_readers|disconnects|prefix [--model DIR] "
-                         "[--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] --out FILE.json "
+                         "[--model-note TEXT] [--threads N] [--quick] [--streams N]... [--rounds N] "
+                         "[--weights f32|bf16|q8] --out FILE.json "
                          "[--command \"...\"]\n"
                          "       engine_bench --render-only DIR   (redraw the charts of DIR/engine-*.json)\n");
     return 2;
   }
   const std::string loadavg_start = bench::LoadAvg();
   Ctx c;
+  c.weights = a.weights;
+  if (a.weights != "f32" && a.weights != "bf16" && a.weights != "q8") {
+    std::fprintf(stderr, "--weights: f32, bf16 or q8, got '%s'\n", a.weights.c_str());
+    return 2;
+  }
   std::string name;
   if (Status s = model::LoadModelForServing(a.model, &c.model, &name); !s.ok()) {
     std::fprintf(stderr, "model: %s\n", s.message().c_str());
@@ -1255,7 +1278,8 @@ int main(int argc, char** argv) {
   c.model_label = name + " (" + std::to_string(mc.n_layer) + " layers, " + std::to_string(mc.n_embd) +
                   " wide, " + std::to_string(mc.n_ctx) + " positions" +
                   (a.model.empty() ? ", random tiny weights" : "") +
-                  (a.model_note.empty() ? "" : ", " + a.model_note) + ")";
+                  (a.model_note.empty() ? "" : ", " + a.model_note) +
+                  (a.weights == "f32" ? "" : ", " + a.weights + " weights") + ")";
 
   Report rep;
   std::vector<Row> rows;
@@ -1278,7 +1302,8 @@ int main(int argc, char** argv) {
   }
   const std::string loadavg_end = bench::LoadAvg();
   const std::string mode = a.quick ? "quick" : "full";
-  title += a.quick ? " (quick: tiny model)" : " (full: GPT-2-small shape)";
+  title += a.quick ? " (quick: tiny model" : " (full: GPT-2-small shape";
+  title += a.weights == "f32" ? ")" : ", " + a.weights + " weights)";
   rep.notes.push_back("Model: " + c.model_label + "; compute threads " + std::to_string(a.threads) +
                       "; mode " + mode + (a.quick ? " (the random tiny model, not the GPT-2-small shape: "
                                                     "numbers show the shape of each effect, not GPT-2 speed)"
@@ -1286,7 +1311,8 @@ int main(int argc, char** argv) {
                       ". Load average " + loadavg_start + " before the run, " + loadavg_end + " after it.");
 
   // Charts next to the JSON, drawn from the table as the JSON will hold it.
-  const std::string bench_name = "engine-" + a.exp;
+  // A format other than f32 is a result of its own, beside the f32 one.
+  const std::string bench_name = "engine-" + a.exp + (a.weights == "f32" ? "" : "-" + a.weights);
   const std::string dir = Dirname(a.out);
   std::string table_text;
   json::Writer tw(&table_text);
@@ -1314,6 +1340,7 @@ int main(int argc, char** argv) {
   w.String(title);
   w.Key("command");
   w.String(a.command.empty() ? "build/bench/engine_bench --exp " + a.exp + (a.quick ? " --quick" : "") +
+                                   (a.weights == "f32" ? "" : " --weights " + a.weights) +
                                    " --threads " + std::to_string(a.threads) + " --out " + a.out
                              : a.command);
   w.Key("machine");

@@ -7,6 +7,8 @@
 #   bash bench/engine/run.sh --full          (the same)
 #   EXPS="overlap joiners" bash bench/engine/run.sh    (a subset)
 #   ... --threads N                          compute threads (default: nproc)
+#   ... --weights F                          the CPU runner's weights: f32 (default),
+#                                            bf16 or q8; results engine-<experiment>-F.json
 #
 # Quick is the default (also under `make bench`, whose BENCH=full selects full
 # mode here too). Full mode writes a GPT-2-small-shaped random checkpoint
@@ -25,12 +27,14 @@ cd "$(dirname "$0")/../.."
 FULL=""
 [[ ",${BENCH:-}," == *",full,"* ]] && FULL=1
 THREADS="$(nproc)"
+WEIGHTS=f32
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) FULL=""; shift ;;
     --full) FULL=1; shift ;;
     --threads) THREADS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--quick|--full] [--threads N]   (or BENCH=full; EXPS=\"overlap ...\")" >&2; exit 2 ;;
+    --weights) WEIGHTS="$2"; shift 2 ;;
+    *) echo "usage: $0 [--quick|--full] [--threads N] [--weights f32|bf16|q8]   (or BENCH=full; EXPS=\"overlap ...\")" >&2; exit 2 ;;
   esac
 done
 
@@ -55,12 +59,14 @@ if [ -n "$FULL" ]; then
   MODEL_ARGS=(--model "$TMP/gpt2" --model-note "random weights: weights_tool random --shape gpt2")
 fi
 CMD="$CMD --threads $THREADS"
+SUFFIX=""
+if [ "$WEIGHTS" != f32 ]; then CMD="$CMD --weights $WEIGHTS"; SUFFIX="-$WEIGHTS"; fi
 LABEL="quick: tiny model"
 [ -n "$FULL" ] && LABEL="full: GPT-2-small shape"
 mkdir -p bench/results
 for EXP in ${EXPS:-overlap joiners slow_readers disconnects prefix}; do
   echo "== engine $EXP ($LABEL)"
-  "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" $QUICK_ARG \
-    --command "$CMD" --out "bench/results/engine-$EXP.json" > /dev/null
+  "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" --weights "$WEIGHTS" $QUICK_ARG \
+    --command "$CMD" --out "bench/results/engine-$EXP$SUFFIX.json" > /dev/null
 done
 build/bench/render --results bench/results --out RESULTS.md
