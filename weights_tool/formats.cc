@@ -1,8 +1,9 @@
 // weights_tool inspect DIR --weights bf16|q8: what packing the model's
 // matrices in a weight format (cpu::WeightFormat, tokenwire's --weights)
 // costs each tensor: bytes before and after, and the error of the values the
-// kernels will multiply by (cpu::DequantizedWeight) against the file's
-// float32: max |error|, max |error| / max |w|, and the RMS error.
+// weights stand for in that format (cpu::DequantizedWeight: q8's float(q) *
+// scale) against the file's float32: max |error|, max |error| / max |w|, and
+// the RMS error.
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>

@@ -298,26 +298,28 @@ int main(int argc, char** argv) {
   // each counts (the shared host's state moves during a run).
   const bench::MachineFloors floors = bench::Best(floors_before, bench::MeasureFloors(&pool, quick ? 3 : 7));
   const double bw = floors.read_bytes_per_s, peak = floors.fma_flops_per_s;
-  std::printf("floors: read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s (%s, %d threads; best of before "
-              "and after)\n", bw / 1e9, peak / 1e9, cpu::IsaSupported(cpu::Isa::kAvx512) ? "avx512" : "avx2",
-              threads);
+  std::printf("floors: read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s (%s; avx2 %.1f GFLOP/s; %d threads; "
+              "best of before and after)\n", bw / 1e9, peak / 1e9,
+              cpu::IsaSupported(cpu::Isa::kAvx512) ? "avx512" : "avx2", floors.fma_avx2_flops_per_s / 1e9, threads);
 
   // Work per operation (what a perfect implementation must read / compute).
   const bench::Gpt2Work work(cfg, BytesPerWeight(variants[0].format));
   const double weight_bytes = work.weight_bytes();
   const double kv_bytes_per_seq = work.kv_bytes_per_position() * (kPrompt + 1);
   const double prefill_flops = kPrompt * work.layer_flops((kPrompt + 1) / 2.0) + work.lm_head_flops();
-  const double prefill_floor_s = work.PrefillFloorSeconds(1, kPrompt, floors);
+  const bench::MachineFloors first_floors = bench::AtLevel(floors, variants[0].isa);
+  const double prefill_floor_s = work.PrefillFloorSeconds(1, kPrompt, first_floors);
   std::vector<double> decode_floor_s;
-  for (int B : batches) decode_floor_s.push_back(work.DecodeFloorSeconds(B, kPrompt + 1, floors));
+  for (int B : batches) decode_floor_s.push_back(work.DecodeFloorSeconds(B, kPrompt + 1, first_floors));
 
   std::string j = "{\n";
   char line[512];
   std::snprintf(line, sizeof line,
                 "  \"threads\": %d,\n  \"isa\": \"%s\",\n  \"weights\": \"%s\",\n  \"prompt_tokens\": %d,\n  \"quick\": %s,\n"
-                "  \"read_bandwidth_bytes_per_s\": %.4g,\n  \"fma_peak_flops\": %.4g,\n"
+                "  \"read_bandwidth_bytes_per_s\": %.4g,\n  \"fma_peak_flops\": %.4g,\n  \"fma_peak_avx2_flops\": %.4g,\n"
                 "  \"weight_bytes_per_step\": %.6g,\n  \"kv_bytes_per_seq\": %.6g,\n",
-                threads, cpu::IsaName(variants[0].isa), cpu::WeightFormatName(variants[0].format), kPrompt, quick ? "true" : "false", bw, peak, weight_bytes,
+                threads, cpu::IsaName(variants[0].isa), cpu::WeightFormatName(variants[0].format), kPrompt, quick ? "true" : "false", bw, peak,
+                floors.fma_avx2_flops_per_s, weight_bytes,
                 kv_bytes_per_seq);
   j += line;
   std::snprintf(line, sizeof line,
@@ -336,19 +338,21 @@ int main(int argc, char** argv) {
     j += line;
   }
   // Every (level, format) pair measured, with its own floors (the format's
-  // weight bytes; the same FLOPs).
+  // weight bytes, the same FLOPs, at its level's FMA peak).
   j += "  ],\n  \"variants\": [\n";
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     const Variant& v = variants[vi];
     const bench::Gpt2Work vw(cfg, BytesPerWeight(v.format));
     const Timing pt = Summarize(v.prefill_s);
+    const bench::MachineFloors vf = bench::AtLevel(floors, v.isa);
     std::snprintf(line, sizeof line,
                   "    {\"isa\": \"%s\", \"weights\": \"%s\", \"packed_bytes\": %zu, \"weight_bytes_per_step\": %.6g,\n"
+                  "     \"fma_peak_flops\": %.4g,\n"
                   "     \"prefill\": {\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, \"floor_ms\": %.3f},\n"
                   "     \"decode\": [",
                   cpu::IsaName(v.isa), cpu::WeightFormatName(v.format), fwd_of(v)->packed_weight_bytes(),
-                  vw.weight_bytes(), pt.median_s * 1e3, pt.min_s * 1e3, pt.max_s * 1e3, pt.reps,
-                  vw.PrefillFloorSeconds(1, kPrompt, floors) * 1e3);
+                  vw.weight_bytes(), vf.fma_flops_per_s, pt.median_s * 1e3, pt.min_s * 1e3, pt.max_s * 1e3, pt.reps,
+                  vw.PrefillFloorSeconds(1, kPrompt, vf) * 1e3);
     j += line;
     for (size_t bi = 0; bi < batches.size(); ++bi) {
       const Timing t = Summarize(v.decode_s[bi]);
@@ -356,7 +360,7 @@ int main(int argc, char** argv) {
                     "{\"batch\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d, "
                     "\"tok_per_s\": %.2f, \"floor_ms\": %.3f}%s",
                     batches[bi], t.median_s * 1e3, t.min_s * 1e3, t.max_s * 1e3, t.reps, batches[bi] / t.median_s,
-                    vw.DecodeFloorSeconds(batches[bi], kPrompt + 1, floors) * 1e3,
+                    vw.DecodeFloorSeconds(batches[bi], kPrompt + 1, vf) * 1e3,
                     bi + 1 < batches.size() ? ", " : "");
       j += line;
     }

@@ -6,8 +6,8 @@
 Reads the "variants" that build/bench_cpu_model --weights ... --isa ...
 wrote (run.sh keeps them under "tokenwire"): for every (kernel level, weight
 format) pair, prefill 200 tokens and decode at batch 1, 8 and 32 (medians),
-each beside its floor (max(FLOPs at the FMA peak, (the format's weight bytes
-+ K/V bytes) at the read bandwidth), measured in the same run), the share of
+each beside its floor (max(FLOPs at the level's FMA peak, (the format's
+weight bytes + K/V bytes) at the read bandwidth), measured in the same run), the share of
 the floor's speed reached, and the speed over f32 at the same level.
 """
 import json
@@ -22,9 +22,11 @@ def main():
     variants = ours.get("variants", [])
     if not variants:
         sys.exit("no variants in " + sys.argv[1] + " (run the bench with --weights / --isa)")
+    avx2 = ours.get("fma_peak_avx2_flops")
     print(f"Floors measured in the run: read {ours['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
-          f"FMA peak {ours['fma_peak_flops'] / 1e9:.0f} GFLOP/s; threads {ours['threads']}; "
-          f"load average before: {doc.get('loadavg_before_ours', 'n/a')}")
+          f"FMA peak {ours['fma_peak_flops'] / 1e9:.0f} GFLOP/s"
+          + (f" (AVX2 FMAs: {avx2 / 1e9:.0f} GFLOP/s, the floor of the avx2 rows)" if avx2 else "")
+          + f"; threads {ours['threads']}; load average before: {doc.get('loadavg_before_ours', 'n/a')}")
     print()
     print("| level | weights | packed MB | prefill 200: ms (floor) | vs f32 | "
           "B=1: tok/s (floor) | of floor | vs f32 | B=8: tok/s (floor) | of floor | vs f32 | "

@@ -107,8 +107,7 @@ double MeasureReadBandwidth(cpu::ThreadPool* pool, int reps) {
   return floats * sizeof(float) / s;
 }
 
-double MeasureFmaPeak(cpu::ThreadPool* pool) {
-  const bool avx512 = cpu::IsaSupported(cpu::Isa::kAvx512);
+double MeasureFmaPeak(cpu::ThreadPool* pool, bool avx512) {
   std::vector<float> sink(pool->threads());
   const double lanes = avx512 ? 16 : 8;
   const double fmas = avx512 ? double(kPeakIters / 16) * 16 : double(kPeakIters / 12) * 12;
@@ -119,12 +118,25 @@ double MeasureFmaPeak(cpu::ThreadPool* pool) {
   return pool->threads() * fmas * lanes * 2 / s;
 }
 
+double MeasureFmaPeak(cpu::ThreadPool* pool) {
+  return MeasureFmaPeak(pool, cpu::IsaSupported(cpu::Isa::kAvx512));
+}
+
 MachineFloors MeasureFloors(cpu::ThreadPool* pool, int read_reps) {
-  return MachineFloors{MeasureReadBandwidth(pool, read_reps), MeasureFmaPeak(pool)};
+  MachineFloors m{MeasureReadBandwidth(pool, read_reps), MeasureFmaPeak(pool), 0};
+  m.fma_avx2_flops_per_s = cpu::IsaSupported(cpu::Isa::kAvx512) ? MeasureFmaPeak(pool, false) : m.fma_flops_per_s;
+  return m;
 }
 
 MachineFloors Best(const MachineFloors& a, const MachineFloors& b) {
-  return MachineFloors{std::max(a.read_bytes_per_s, b.read_bytes_per_s), std::max(a.fma_flops_per_s, b.fma_flops_per_s)};
+  return MachineFloors{std::max(a.read_bytes_per_s, b.read_bytes_per_s), std::max(a.fma_flops_per_s, b.fma_flops_per_s),
+                       std::max(a.fma_avx2_flops_per_s, b.fma_avx2_flops_per_s)};
+}
+
+MachineFloors AtLevel(const MachineFloors& m, cpu::Isa isa) {
+  MachineFloors r = m;
+  if (isa != cpu::Isa::kAvx512 && m.fma_avx2_flops_per_s > 0) r.fma_flops_per_s = m.fma_avx2_flops_per_s;
+  return r;
 }
 
 Gpt2Work::Gpt2Work(const model::Gpt2Config& cfg, double bytes_per_weight)

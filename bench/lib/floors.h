@@ -5,7 +5,8 @@
 //
 // - Read bandwidth: a STREAM-like read loop of our own over 1 GiB.
 // - fp32 FMA peak: independent FMAs in registers on every thread (AVX-512
-//   where the CPU has it, else AVX2). Short bursts: a long run of real
+//   where the CPU has it, else AVX2; and AVX2's alone, for runs with the
+//   kernels forced to that level). Short bursts: a long run of real
 //   matmuls on every core sustains somewhat less.
 // - Gpt2Work: bytes of weights a step must read and FLOPs it must do (the
 //   four matrices of every layer and the LM head; attention's q.K and p.V).
@@ -16,6 +17,7 @@
 // caller at a time). Gpt2Work is a value.
 #pragma once
 
+#include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
 #include "model/gpt2.h"
 
@@ -30,12 +32,19 @@ double MeasureFmaPeak(cpu::ThreadPool* pool);
 
 struct MachineFloors {
   double read_bytes_per_s = 0;
-  double fma_flops_per_s = 0;
+  double fma_flops_per_s = 0;       // at the widest level (AVX-512 where the CPU has it)
+  double fma_avx2_flops_per_s = 0;  // 8-lane AVX2 FMAs (on AVX-512 CPUs with full-width
+                                    // units, e.g. Zen 5, half the above; Zen 4: the same)
 };
 
 // Both floors, measured now on the pool's threads (read bandwidth: the
-// median of `read_reps` passes).
+// median of `read_reps` passes), the FMA peak at the widest level and at AVX2.
 MachineFloors MeasureFloors(cpu::ThreadPool* pool, int read_reps);
+
+// The floors a kernel level can reach: fma_flops_per_s becomes the AVX2
+// peak for a level below AVX-512 (a run with the kernels forced to AVX2 is
+// held to what AVX2 FMAs can do on this CPU, as on an AVX2-only machine).
+MachineFloors AtLevel(const MachineFloors& m, cpu::Isa isa);
 
 // The better of two measurements of each (on a shared host the state moves
 // during a run; a floor is the best the machine was seen to do).

@@ -19,17 +19,18 @@
 // a column), widened to float32 in registers. The kernel keeps MR x NP panels of
 // accumulators in registers (AVX-512: 12 rows x 32 columns, or 8 x 48,
 // whichever pads the row count less; AVX2: 6 x 16, or 2 x 48 for one or
-// two rows) over K (in passes of up to 1024, each
-// continuing from the stored value), so each output is one FMA chain over k
-// whatever the number of rows: a row's result does not depend on the other
-// rows in the batch.
+// two rows) over K (in passes of about 1024 starting at multiples of 32,
+// each continuing from the stored value), so each output is one FMA chain
+// over k (q8: one per block, then one FMA per block; kQ8) whatever the
+// number of rows: a row's result does not depend on the other rows in the
+// batch.
 //
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be
 // null: run on the caller). ForceIsa/ResetIsa must not race with kernels.
 // Allocation: none (a bf16 / q8 matmul over more rows than one register
 // tile widens its panels into per-thread float32 scratch: static
-// thread_local, at most 3 panels x 1024 rows x 16 floats per shape). Never:
+// thread_local, at most 3 panels x 1056 rows x 16 floats per shape). Never:
 // allocates, throws, or reads outside the stated shapes.
 #pragma once
 
@@ -62,8 +63,12 @@ constexpr int kPanelWidth = 16;  // output columns per packed panel
 // - kQ8:   symmetric 8-bit with one float32 scale per block of kQ8Block
 //          consecutive weights of one output column (along `in`, like
 //          llama.cpp's Q8_0 with a float32 scale): scale = max|w| / 127,
-//          q = round-to-nearest-even(w / scale) in [-127, 127]; a weight is
-//          float(q) * scale, computed in registers (one float32 rounding).
+//          q = round-to-nearest-even(w / scale) in [-127, 127]. The
+//          matmul multiplies x by float(q) (exact) in an FMA chain over each
+//          block's k from zero, then adds that partial sum times the block's
+//          scale to the output in one FMA (total = fma(partial, scale,
+//          total), blocks in k order, total starting from the bias / y):
+//          one multiply by the scale per block, not per weight.
 enum class WeightFormat { kF32 = 0, kBf16 = 1, kQ8 = 2 };
 constexpr int kQ8Block = 32;  // weights per Q8 scale
 
@@ -98,9 +103,10 @@ size_t PackedWeightBytes(WeightFormat format, int in, int out);
 // f32 is bit for bit PackWeight / PackWeightTransposed.
 PackedWeight PackWeightAs(WeightFormat format, const float* w, int in, int out, bool transposed, void* dst);
 
-// The float32 value a weight takes in `format` (what the kernels multiply
-// by): f32 unchanged, bf16 rounded, q8 float(q) * scale of its block. For
-// tests and weights_tool: w (in, out) row-major -> out (in, out).
+// The float32 value a weight stands for in `format`: f32 unchanged, bf16
+// rounded (what the kernels multiply by), q8 float(q) * scale of its block
+// rounded once (the kernels apply the scale per block: kQ8). For tests and
+// weights_tool: w (in, out) row-major -> out (in, out).
 void DequantizedWeight(WeightFormat format, const float* w, int in, int out, float* dst);
 // One float32 rounded to bfloat16 (nearest, ties to even; NaN stays NaN).
 uint16_t Bf16FromFloat(float f);

@@ -1,12 +1,14 @@
 // The weight formats of cpu/kernels.h (WeightFormat): bfloat16 rounding and
 // Q8 block quantization against their definitions, and the bf16 / q8 matmul
-// kernels at every level against the float32 kernel run over the same
-// weights widened (DequantizedWeight): bit for bit, since each format's
-// kernel is defined as float32 math over the widened weights.
+// kernels at every level, bit for bit, against their definitions: bf16 as
+// the float32 kernel run over the widened weights (DequantizedWeight), q8
+// as a scalar loop over the packed int8 values and scales (a partial FMA
+// chain per block of 32, then total = fma(partial, scale, total)).
 #include "cpu/kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -119,11 +121,47 @@ Packed PackAs(WeightFormat f, const float* w, int in, int out, bool transposed) 
   return p;
 }
 
-// y from the format's kernel equals y from the float32 kernel over the
-// widened weights, bit for bit, for shapes that cover both register tiles,
-// ragged panels and q8 blocks, K in chunks (> 1024, not a multiple of 32),
-// and the transposed packing (the LM head's).
-TEST_P(WeightFormatKernelTest, MatmulEqualsFloat32MatmulOverTheWidenedWeights) {
+// kQ8's definition, in scalar code over the packed values (layout: kernels.h
+// PackedWeight): y[r][n] starts at the bias and/or y (y + bias), then each
+// block of kQ8Block k rows adds fma(partial, scale, .), partial being the
+// FMA chain x[r][k] * float(q[k][n]) over the block from zero. `fused`:
+// the level's multiply-add rounds once (AVX2, AVX-512), else twice (the
+// scalar level, compiled without FMA).
+float MulAdd(bool fused, float a, float b, float c) {
+  if (fused) return std::fmaf(a, b, c);
+  volatile float product = a * b;  // rounded on its own, never contracted
+  return product + c;
+}
+
+void ReferenceQ8Matmul(bool fused, const float* x, int rows, const PackedWeight& w, const float* bias, float* y,
+                       bool accumulate) {
+  const int blocks = (w.in + kQ8Block - 1) / kQ8Block;
+  for (int r = 0; r < rows; ++r) {
+    for (int n = 0; n < w.out; ++n) {
+      const int p = n / kPanelWidth, j = n % kPanelWidth;
+      const int8_t* q = w.q8 + static_cast<size_t>(p) * w.in * kPanelWidth + j;
+      const float* sc = w.q8_scales + static_cast<size_t>(p) * blocks * kPanelWidth + j;
+      float& out = y[static_cast<size_t>(r) * w.out + n];
+      float total = accumulate ? (bias ? out + bias[n] : out) : (bias ? bias[n] : 0.0f);
+      for (int b = 0; b < blocks; ++b) {
+        float partial = 0.0f;
+        for (int k = b * kQ8Block; k < std::min(w.in, (b + 1) * kQ8Block); ++k) {
+          partial = MulAdd(fused, x[static_cast<size_t>(r) * w.in + k],
+                           static_cast<float>(q[static_cast<size_t>(k) * kPanelWidth]), partial);
+        }
+        total = MulAdd(fused, partial, sc[static_cast<size_t>(b) * kPanelWidth], total);
+      }
+      out = total;
+    }
+  }
+}
+
+// y from the format's kernel equals its definition bit for bit (bf16: the
+// float32 kernel over the widened weights; q8: ReferenceQ8Matmul), for
+// shapes that cover both register tiles, ragged panels and q8 blocks, K in
+// chunks (> 1024, not a multiple of 32), and the transposed packing (the LM
+// head's).
+TEST_P(WeightFormatKernelTest, MatmulEqualsItsFormatsDefinition) {
   ThreadPool pool3(3);
   struct Case {
     int rows, in, out;
@@ -156,7 +194,22 @@ TEST_P(WeightFormatKernelTest, MatmulEqualsFloat32MatmulOverTheWidenedWeights) {
       Packed got = PackAs(format(), w.data(), c.in, c.out, c.transposed);
       ASSERT_EQ(got.w.format, format());
       std::vector<float> y_ref = y0, y_got = y0;
-      Matmul(pool, x.data(), c.rows, ref.w, c.bias ? b.data() : nullptr, y_ref.data(), c.accumulate);
+      if (format() == WeightFormat::kQ8) {
+        // The packed values are the logical matrix's (transposed or not):
+        // float(q) * scale is the widened weight at every (k, n).
+        const int blocks = (c.in + kQ8Block - 1) / kQ8Block;
+        for (int k = 0; k < c.in; ++k) {
+          for (int n = 0; n < c.out; ++n) {
+            const int p = n / kPanelWidth, j = n % kPanelWidth;
+            const float q = got.w.q8[(static_cast<size_t>(p) * c.in + k) * kPanelWidth + j];
+            const float scale = got.w.q8_scales[(static_cast<size_t>(p) * blocks + k / kQ8Block) * kPanelWidth + j];
+            ASSERT_EQ(q * scale, widened[static_cast<size_t>(k) * c.out + n]) << "k " << k << " n " << n;
+          }
+        }
+        ReferenceQ8Matmul(std::get<0>(GetParam()) != Isa::kScalar, x.data(), c.rows, got.w, c.bias ? b.data() : nullptr, y_ref.data(), c.accumulate);
+      } else {
+        Matmul(pool, x.data(), c.rows, ref.w, c.bias ? b.data() : nullptr, y_ref.data(), c.accumulate);
+      }
       Matmul(pool, x.data(), c.rows, got.w, c.bias ? b.data() : nullptr, y_got.data(), c.accumulate);
       ASSERT_EQ(0, std::memcmp(y_ref.data(), y_got.data(), y_ref.size() * sizeof(float)));
       // And the widening really changed something (the test would pass
