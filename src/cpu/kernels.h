@@ -28,8 +28,8 @@
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be
 // null: run on the caller). ForceIsa/ResetIsa must not race with kernels.
-// Allocation: none (a bf16 / q8 matmul over more rows than one register
-// tile widens its panels into per-thread float32 scratch: static
+// Allocation: none (a bf16 / q8 matmul over more than 32 rows, a prefill
+// pass, widens its panels into per-thread float32 scratch: static
 // thread_local, at most 3 panels x 1056 rows x 16 floats per shape). Never:
 // allocates, throws, or reads outside the stated shapes.
 #pragma once
