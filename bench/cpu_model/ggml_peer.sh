@@ -100,11 +100,15 @@ CMD_PREFILL="$BIN/gpt-2-backend -m MODEL -t $THREADS -s 1 -b 200 -n 1 --ignore-e
 CMD_DECODE="$BIN/gpt-2-batched -m MODEL -t $THREADS -s 1 -c 1024 -np B -n $NPRED --ignore-eos -p PROMPT"
 CMD_OURS="build/bench_cpu_model --threads $THREADS --quick --weights f32,bf16,q8 --out FILE"
 
-# Before each measured block: wait (up to QUIET_WAIT s) until nothing else is
-# runnable (/proc/stat procs_running, sampled 5 times over a second, counts
-# only the sampler itself), so that another user's build does not land inside
-# one side of a round. Records the others seen in TMP/<block>.quiet.
-wait_quiet() {  # name
+# Each measured block runs under the lock and, once it holds the lock, first
+# waits (up to QUIET_WAIT s) until nothing else is runnable (/proc/stat
+# procs_running, sampled 5 times over a second, less the sampler itself), so
+# that another user's build (which takes no lock) does not land inside one
+# side of a round. Records what it saw in TMP/<block>.quiet and the load
+# average in TMP/<block>.load. The function is written to a file that the
+# locked shell sources.
+cat > "$TMP/quiet.sh" <<'SH'
+wait_quiet() {  # TMP-prefix quiet-wait-seconds
   local t0 now max n i
   t0=$(date +%s)
   while :; do
@@ -115,36 +119,36 @@ wait_quiet() {  # name
       sleep 0.2
     done
     now=$(date +%s)
-    if [ "$max" -le 0 ] || [ $((now - t0)) -ge "$QUIET_WAIT" ]; then
-      echo "others_running=$max waited_s=$((now - t0))" > "$TMP/$1.quiet"
-      [ "$max" -gt 0 ] && echo "   (not quiet after ${QUIET_WAIT}s: $max other runnable)" >&2
+    if [ "$max" -le 0 ] || [ $((now - t0)) -ge "$2" ]; then
+      echo "others_running=$max waited_s=$((now - t0))" > "$1.quiet"
+      cut -d' ' -f1-3 /proc/loadavg > "$1.load"
+      [ "$max" -gt 0 ] && echo "   (not quiet after ${2}s: $max other runnable)" >&2
       return 0
     fi
   done
 }
+SH
 
 # One ggml format: prefill once, then decode at B=1, 8, 32, under one lock.
 ggml_block() {  # round format
-  local r="$1" f="$2" m="$W/gpt2-$2.bin" b
-  wait_quiet "r$r-$f"
-  cut -d' ' -f1-3 /proc/loadavg > "$TMP/r$r-$f.load"
+  local r="$1" f="$2" m="$W/gpt2-$2.bin"
   flock "$LOCK" bash -c '
     set -e
+    . "$7"; wait_quiet "$6" "$8"
     bin="$1"; m="$2"; t="$3"; npred="$4"; p="$5"; o="$6"
     "$bin/gpt-2-backend" -m "$m" -t "$t" -s 1 -b 200 -n 1 --ignore-eos -p "$p" > "$o-prefill.txt" 2>&1
     for b in 1 8 32; do
       "$bin/gpt-2-batched" -m "$m" -t "$t" -s 1 -c 1024 -np "$b" -n "$npred" --ignore-eos -p "$p" > "$o-b$b.txt" 2>&1
-    done' _ "$BIN" "$m" "$THREADS" "$NPRED" "$PROMPT" "$TMP/r$r-$f"
+    done' _ "$BIN" "$m" "$THREADS" "$NPRED" "$PROMPT" "$TMP/r$r-$f" "$TMP/quiet.sh" "$QUIET_WAIT"
   printf '   ggml %-5s %s\n' "$f" "$(grep -h 'predict time' "$TMP/r$r-$f-prefill.txt" "$TMP/r$r-$f-b32.txt" | tr -s ' ' | tr '\n' ' ')"
 }
 
 ours_block() {  # round
   local r="$1"
-  wait_quiet "r$r-ours"
-  cut -d' ' -f1-3 /proc/loadavg > "$TMP/r$r-ours.load"
-  flock "$LOCK" build/bench_cpu_model --threads "$THREADS" --quick --weights f32,bf16,q8 --out "$TMP/r$r-ours.json" \
+  flock "$LOCK" bash -c '. "$1"; wait_quiet "$2" "$3"; shift 3; exec "$@"' _ "$TMP/quiet.sh" "$TMP/r$r-ours" "$QUIET_WAIT" \
+    build/bench_cpu_model --threads "$THREADS" --quick --weights f32,bf16,q8 --out "$TMP/r$r-ours.json" \
     > "$TMP/r$r-ours.txt" 2>&1
-  grep -E 'prefill' "$TMP/r$r-ours.txt" | sed 's/^/   ours /' || true
+  grep -E 'prefill|not quiet' "$TMP/r$r-ours.txt" | sed 's/^/   ours /' || true
 }
 
 # Warm-up (not counted): one prefill per format (page cache, CPU clocks).
