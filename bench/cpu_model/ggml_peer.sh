@@ -7,8 +7,8 @@
 #   bash bench/cpu_model/ggml_peer.sh [--ggml-src DIR] [--ggml-commit SHA] [--ours]
 #                                     [--rounds N] [--threads N] [--steps N] [--quiet-wait S]
 #
-# --ggml-src: an exported ggml source tree (default: $GGML_SRC), e.g.
-#   git --git-dir=/work/.mirror/ggml-org+ggml/repo archive HEAD | tar -x -C /tmp/ggml-src
+# --ggml-src: a ggml source tree (default: $GGML_SRC), e.g.
+#   git clone https://github.com/ggml-org/ggml /tmp/ggml-src (measured at d99724f2b141)
 # --ggml-commit: its commit, recorded in the JSON (default: $GGML_COMMIT, else
 #   `git -C DIR rev-parse HEAD` when DIR is a git work tree, else "unknown").
 # --ours: each round runs `build/bench_cpu_model --quick --weights f32,bf16,q8`
