@@ -242,14 +242,9 @@ if ours_on:
                        for b in BATCHES],
         }
 
-info = {}
-for l in open("/proc/cpuinfo"):
-    if not l.strip():
-        break
-    k, _, v = l.partition(":")
-    info.setdefault(k.strip(), v.strip())
-cpu = info.get("model name", "unknown CPU")
-cpu += f" (family {info.get('cpu family', '?')}, model {info.get('model', '?')}, stepping {info.get('stepping', '?')})"
+sys.path.insert(0, "bench/cpu_model")  # run from the repository root
+from machine import cpu_name
+cpu = cpu_name()
 
 result = {
     "date": date, "cpu": cpu, "nproc": os.cpu_count(), "threads": threads, "rounds": rounds,

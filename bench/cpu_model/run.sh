@@ -82,17 +82,9 @@ if m:
     peer = {"prefill_ms": float(m.group(1)), "decode": []}
     for b, ms in re.findall(r"decode step B=\s*(\d+), ctx 200: median\s+([\d.]+) ms", peer_text):
         peer["decode"].append({"batch": int(b), "median_ms": float(ms), "tok_per_s": int(b) / float(ms) * 1e3})
-# The CPU as the other benches record it (bench/lib/result.h MachineCpu): the
-# first processor's model name, then its CPUID family, model and stepping.
-info = {}
-for l in open("/proc/cpuinfo"):
-    if not l.strip():
-        break
-    k, _, v = l.partition(":")
-    info.setdefault(k.strip(), v.strip())
-cpu = info.get("model name", "unknown CPU")
-if "cpu family" in info and "model" in info:
-    cpu += f" (family {info['cpu family']}, model {info['model']}, stepping {info.get('stepping', '?')})"
+sys.path.insert(0, "bench/cpu_model")  # run from the repository root
+from machine import cpu_name
+cpu = cpu_name()
 result = {
     "date": date, "cpu": cpu, "nproc": int(subprocess.check_output(["nproc"]).strip()),
     "loadavg_before_ours": load_ours, "loadavg_before_peer": load_peer,
