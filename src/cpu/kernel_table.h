@@ -14,9 +14,10 @@ namespace tw::cpu::internal {
 struct KernelTable {
   // y (rows, w.out) = [y +] [bias +] x (rows, w.in) @ W (y's term when
   // accumulate, bias's when not null) restricted to the columns of panels
-  // [panel_begin, panel_end), in w's format.
+  // [panel_begin, panel_end), in w's format. scratch: null or
+  // kMatmulScratchFloats floats (64-byte aligned) this call alone uses.
   void (*gemm_panels)(const float* x, int rows, const PackedWeight& w, int panel_begin, int panel_end,
-                      const float* bias, bool accumulate, float* y);
+                      const float* bias, bool accumulate, float* y, float* scratch);
   void (*layernorm_row)(const float* x, int C, const float* w, const float* b, float eps,
                         float* out);
   void (*gelu)(float* x, size_t n);

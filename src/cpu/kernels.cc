@@ -337,16 +337,17 @@ void DequantizedWeight(WeightFormat format, const float* w, int in, int out, flo
 // ---- kernels ----------------------------------------------------------------
 
 void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w, const float* bias,
-            float* y, bool accumulate) {
+            float* y, bool accumulate, float* scratch) {
   const internal::KernelTable& t = Table();
   const int K = w.in, N = w.out;
   const int panels = (N + kPanelWidth - 1) / kPanelWidth;
   const int threads = pool ? pool->threads() : 1;
   const ColumnSplit split(panels, threads, t.tile_panels);
-  auto task = [&](int i, int /*worker*/) {
+  auto task = [&](int i, int worker) {
     int p0 = 0, p1 = 0;
     split.Range(i, &p0, &p1);
-    t.gemm_panels(x, rows, w, p0, p1, bias, accumulate, y);
+    t.gemm_panels(x, rows, w, p0, p1, bias, accumulate, y,
+                  scratch ? scratch + static_cast<size_t>(worker) * kMatmulScratchFloats : nullptr);
   };
   if (pool && static_cast<double>(rows) * K * N >= kMinParallelFma) pool->ParallelFor(split.tasks(), task);
   else for (int i = 0; i < split.tasks(); ++i) task(i, 0);

@@ -28,10 +28,10 @@
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be
 // null: run on the caller). ForceIsa/ResetIsa must not race with kernels.
-// Allocation: none (a bf16 / q8 matmul over more than 32 rows, a prefill
-// pass, widens its panels into per-thread float32 scratch: static
-// thread_local, at most 3 panels x 1056 rows x 16 floats per shape). Never:
-// allocates, throws, or reads outside the stated shapes.
+// Allocation: none; a bf16 / q8 matmul over more than 32 rows (a prefill
+// pass) widens its panels into float32 scratch the caller owns, one slice of
+// kMatmulScratchFloats per thread (Matmul's `scratch`). Never: allocates,
+// throws, or reads outside the stated shapes.
 #pragma once
 
 #include <cstddef>
@@ -112,11 +112,20 @@ void DequantizedWeight(WeightFormat format, const float* w, int in, int out, flo
 uint16_t Bf16FromFloat(float f);
 float FloatFromBf16(uint16_t h);
 
+// Floats of widening scratch one thread of a bf16 / q8 Matmul uses (the
+// widest register tile's 3 panels x (1024 + 32) rows x 16 floats: 198 KB).
+constexpr size_t kMatmulScratchFloats = 3 * (1024 + kQ8Block) * kPanelWidth;
+
 // y (rows, w.out) = x (rows, w.in) @ W + bias   (accumulate=false)
 // y (rows, w.out) += x (rows, w.in) @ W + bias  (accumulate=true: residual)
 // bias may be null. x and y must not overlap.
+// scratch: null, or 64-byte aligned kMatmulScratchFloats floats per thread
+// of pool (one without a pool), not shared with a concurrent call. With it
+// a bf16 / q8 weight over more than 32 rows is widened to float32 once per
+// panel group instead of once per row tile (a prefill pass's speed); the
+// result is the same bit for bit with or without it.
 void Matmul(ThreadPool* pool, const float* x, int rows, const PackedWeight& w,
-            const float* bias, float* y, bool accumulate);
+            const float* bias, float* y, bool accumulate, float* scratch = nullptr);
 
 // out (rows, C) = (x - mean) / sqrt(var + eps) * w + b, per row. In place ok.
 void LayerNorm(ThreadPool* pool, const float* x, int rows, int C, const float* w,

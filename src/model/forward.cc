@@ -88,6 +88,10 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   f->fc_ = cpu::AllocAligned(R * 4 * C);
   f->scores_rows_ = std::max(kAttendRowsPerGroup, c.n_head);
   f->scores_ = cpu::AllocAligned(static_cast<size_t>(threads) * f->scores_rows_ * c.n_ctx);
+  if (fmt != cpu::WeightFormat::kF32) {
+    f->matmul_scratch_ = cpu::AllocAligned(static_cast<size_t>(threads) * cpu::kMatmulScratchFloats);
+    if (!f->matmul_scratch_) return Status::Error("Gpt2Forward: cannot allocate matmul scratch");
+  }
   if (!f->x_ || !f->ln_ || !f->qkv_ || !f->att_ || !f->fc_ || !f->scores_) {
     return Status::Error("Gpt2Forward: cannot allocate scratch for " + Str(f->max_rows_) + " rows");
   }
@@ -263,7 +267,7 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
     const PackedLayer& pl = layers_[l];
 
     cpu::LayerNorm(pool_, x, rows, C, lw.ln_1_w, lw.ln_1_b, cfg_.layer_norm_epsilon, ln);
-    cpu::Matmul(pool_, ln, rows, pl.attn, lw.attn_b, qkv, /*accumulate=*/false);
+    cpu::Matmul(pool_, ln, rows, pl.attn, lw.attn_b, qkv, /*accumulate=*/false, matmul_scratch_.get());
 
     // Append row r's K and V of heads [h0, h1) to its sequence's cache slot.
     auto append = [&](int r, int h0, int h1) {
@@ -355,12 +359,12 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
     if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(tasks, attend);
     else for (int t = 0; t < tasks; ++t) attend(t, 0);
 
-    cpu::Matmul(pool_, att, rows, pl.attn_proj, lw.attn_proj_b, x, /*accumulate=*/true);
+    cpu::Matmul(pool_, att, rows, pl.attn_proj, lw.attn_proj_b, x, /*accumulate=*/true, matmul_scratch_.get());
 
     cpu::LayerNorm(pool_, x, rows, C, lw.ln_2_w, lw.ln_2_b, cfg_.layer_norm_epsilon, ln);
-    cpu::Matmul(pool_, ln, rows, pl.fc, lw.fc_b, fc, /*accumulate=*/false);
+    cpu::Matmul(pool_, ln, rows, pl.fc, lw.fc_b, fc, /*accumulate=*/false, matmul_scratch_.get());
     cpu::GeluTanh(pool_, fc, static_cast<size_t>(rows) * 4 * C);
-    cpu::Matmul(pool_, fc, rows, pl.proj, lw.proj_b, x, /*accumulate=*/true);
+    cpu::Matmul(pool_, fc, rows, pl.proj, lw.proj_b, x, /*accumulate=*/true, matmul_scratch_.get());
   }
 }
 
@@ -370,7 +374,7 @@ void Gpt2Forward::Logits(int first, int count, float* logits) {
   const float* x = x_.get() + static_cast<size_t>(first) * C;  // (count, C)
   float* ln = ln_.get();                                        // (count, C)
   cpu::LayerNorm(pool_, x, count, C, w.ln_f_w, w.ln_f_b, cfg_.layer_norm_epsilon, ln);
-  cpu::Matmul(pool_, ln, count, lm_head_, nullptr, logits, /*accumulate=*/false);
+  cpu::Matmul(pool_, ln, count, lm_head_, nullptr, logits, /*accumulate=*/false, matmul_scratch_.get());
 }
 
 }  // namespace tw::model

@@ -126,6 +126,7 @@ class Gpt2Forward {
   cpu::AlignedFloats fc_;      // (R, 4C) MLP hidden
   int scores_rows_ = 0;         // max(kAttendRowsPerGroup, n_head): score rows per worker
   cpu::AlignedFloats scores_;  // (threads, scores_rows_, n_ctx) attention scores per worker
+  cpu::AlignedFloats matmul_scratch_;  // (threads, kMatmulScratchFloats) bf16 / q8 widening; null for f32
   std::vector<const SeqState*> row_seq_;  // (R) which sequence each row belongs to
   std::vector<int> row_pos_;              // (R) the row's position in its sequence
   std::vector<int> group_begin_;          // (R + 1) RunRows' attention groups: first row of each

@@ -163,6 +163,12 @@ void ReferenceQ8Matmul(bool fused, const float* x, int rows, const PackedWeight&
 // head's).
 TEST_P(WeightFormatKernelTest, MatmulEqualsItsFormatsDefinition) {
   ThreadPool pool3(3);
+  // Widening scratch for 3 threads; each call runs without it and with it
+  // (both must give the definition's bits), the scratch first filled with a
+  // pattern that shows whether the call used it.
+  AlignedFloats scratch = AllocAligned(3 * kMatmulScratchFloats);
+  ASSERT_TRUE(scratch);
+  const size_t scratch_floats = 3 * kMatmulScratchFloats;
   struct Case {
     int rows, in, out;
     bool bias, accumulate, transposed;
@@ -210,8 +216,17 @@ TEST_P(WeightFormatKernelTest, MatmulEqualsItsFormatsDefinition) {
       } else {
         Matmul(pool, x.data(), c.rows, ref.w, c.bias ? b.data() : nullptr, y_ref.data(), c.accumulate);
       }
-      Matmul(pool, x.data(), c.rows, got.w, c.bias ? b.data() : nullptr, y_got.data(), c.accumulate);
-      ASSERT_EQ(0, std::memcmp(y_ref.data(), y_got.data(), y_ref.size() * sizeof(float)));
+      for (float* s : {static_cast<float*>(nullptr), scratch.get()}) {
+        SCOPED_TRACE(s ? "with scratch" : "without scratch");
+        std::vector<float> y = y_got;
+        std::fill(scratch.get(), scratch.get() + scratch_floats, -7.0f);
+        Matmul(pool, x.data(), c.rows, got.w, c.bias ? b.data() : nullptr, y.data(), c.accumulate, s);
+        ASSERT_EQ(0, std::memcmp(y_ref.data(), y.data(), y_ref.size() * sizeof(float)));
+        // Only a narrow format over more than 32 rows widens, and only into
+        // the scratch it is given.
+        const bool used = std::any_of(scratch.get(), scratch.get() + scratch_floats, [](float v) { return v != -7.0f; });
+        EXPECT_EQ(used, s != nullptr && format() != WeightFormat::kF32 && c.rows > 32);
+      }
       // And the widening really changed something (the test would pass
       // vacuously if the format were float32).
       if (format() != WeightFormat::kF32) {
@@ -235,9 +250,11 @@ TEST_P(WeightFormatKernelTest, MatmulRowsAreBitwiseIndependentOfTheRowCount) {
     Matmul(nullptr, x.data() + static_cast<size_t>(r) * K, 1, p.w, b.data(), one.data() + static_cast<size_t>(r) * N,
            false);
   }
+  AlignedFloats scratch = AllocAligned(2 * kMatmulScratchFloats);
+  ASSERT_TRUE(scratch);
   for (int rows : {8, 12, 24, 32, 37}) {
     std::vector<float> y(static_cast<size_t>(rows) * N);
-    Matmul(&pool2, x.data(), rows, p.w, b.data(), y.data(), false);
+    Matmul(&pool2, x.data(), rows, p.w, b.data(), y.data(), false, scratch.get());
     EXPECT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float))) << rows << " rows";
   }
 }
