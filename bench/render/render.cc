@@ -241,8 +241,11 @@ int main(int argc, char** argv) {
       convention[key] = {f, std::move(v)};
     } else if (Str(v.Find("benchmark")) == "http_keepalive_healthz") {
       http = {f, std::move(v)};
-    } else if (v.Find("tokenwire") && v.Find("cpu")) {
+    } else if (v.Find("tokenwire") && v.Find("cpu") && v.Find("pytorch_peer_status")) {
       cpu = {f, std::move(v)};
+    } else if (v.Find("tokenwire") && v.Find("ggml")) {
+      // bench/cpu_model/ggml_peer.sh's: its table sits by hand below the
+      // generated part (RESULTS.md, "CPU decode beside ggml").
     } else {
       skipped.push_back(f);
     }
