@@ -243,9 +243,10 @@ int main(int argc, char** argv) {
       http = {f, std::move(v)};
     } else if (v.Find("tokenwire") && v.Find("cpu") && v.Find("pytorch_peer_status")) {
       cpu = {f, std::move(v)};
-    } else if (v.Find("tokenwire") && v.Find("ggml")) {
-      // bench/cpu_model/ggml_peer.sh's: its table sits by hand below the
-      // generated part (RESULTS.md, "CPU decode beside ggml").
+    } else if ((v.Find("tokenwire") && v.Find("ggml")) || Str(v.Find("bench")) == "matmul_probe") {
+      // bench/cpu_model/ggml_peer.sh's and matmul_probe's: read by hand into
+      // sections below the generated part (RESULTS.md, "CPU decode beside
+      // ggml" and the weight formats).
     } else {
       skipped.push_back(f);
     }
