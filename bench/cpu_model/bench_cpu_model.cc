@@ -21,6 +21,7 @@
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
 #include "forward/random_gpt2.h"
+#include "lib/cpu_args.h"
 #include "lib/floors.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
@@ -61,18 +62,6 @@ Timing Time(int reps, int warm, const Fn& fn) {
   r.max_s = *std::max_element(t.begin(), t.end());
   r.reps = reps;
   return r;
-}
-
-// Splits "a,b,c" at commas.
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
 }
 
 // One (kernel level, weight format) pair: its forward pass and its samples.
@@ -133,24 +122,12 @@ int main(int argc, char** argv) {
   const std::vector<int> batches = {1, 8, 32};
 
   std::vector<cpu::WeightFormat> formats;
-  for (const std::string& w : SplitList(weights_list)) {
-    cpu::WeightFormat f;
-    if (Status st = cpu::ParseWeightFormat(w.c_str(), &f); !st.ok()) {
-      return std::fprintf(stderr, "--weights: %s\n", st.message().c_str()), 2;
-    }
-    formats.push_back(f);
-  }
   std::vector<cpu::Isa> isas;
-  for (const std::string& name : SplitList(isa_list)) {
-    bool found = false;
-    for (cpu::Isa i : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
-      if (name == cpu::IsaName(i)) {
-        if (!cpu::IsaSupported(i)) return std::fprintf(stderr, "--isa: %s is not supported here\n", name.c_str()), 2;
-        isas.push_back(i);
-        found = true;
-      }
-    }
-    if (!found) return std::fprintf(stderr, "--isa: '%s' is not scalar, avx2 or avx512\n", name.c_str()), 2;
+  if (Status st = bench::ParseWeightList(weights_list, &formats); !st.ok()) {
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), 2;
+  }
+  if (Status st = bench::ParseIsaList(isa_list, &isas); !st.ok()) {
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), 2;
   }
 
   model::Gpt2Config cfg;  // GPT-2 small: 12 layers, 12 heads, 768 wide, 1024 ctx, 50257 vocab

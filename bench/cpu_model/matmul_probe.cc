@@ -29,6 +29,7 @@
 #include "cpu/aligned.h"
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
+#include "lib/cpu_args.h"
 #include "lib/floors.h"
 
 namespace {
@@ -41,17 +42,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
 }
 
 struct Shape {
@@ -99,15 +89,12 @@ int main(int argc, char** argv) {
   }
   if (threads < 1 || rounds < 1) return std::fprintf(stderr, "--threads and --rounds must be >= 1\n"), 2;
   std::vector<cpu::Isa> isas;
-  for (const std::string& name : SplitList(isa_list)) {
-    bool found = false;
-    for (cpu::Isa i : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
-      if (name != cpu::IsaName(i)) continue;
-      if (!cpu::IsaSupported(i)) return std::fprintf(stderr, "--isa: %s is not supported here\n", name.c_str()), 2;
-      isas.push_back(i);
-      found = true;
-    }
-    if (!found) return std::fprintf(stderr, "--isa: '%s' is not scalar, avx2 or avx512\n", name.c_str()), 2;
+  std::vector<cpu::WeightFormat> formats;
+  if (Status st = bench::ParseIsaList(isa_list, &isas); !st.ok()) {
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), 2;
+  }
+  if (Status st = bench::ParseWeightList(weights_list, &formats); !st.ok()) {
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), 2;
   }
 
   // GPT-2 small's matrices; every layer gets its own copy (a pass reads
@@ -125,11 +112,9 @@ int main(int argc, char** argv) {
     v = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.04f;
   }
   std::vector<Packed> packs;
-  for (const std::string& w : SplitList(weights_list)) {
+  for (cpu::WeightFormat format : formats) {
     Packed p;
-    if (Status st = cpu::ParseWeightFormat(w.c_str(), &p.format); !st.ok()) {
-      return std::fprintf(stderr, "--weights: %s\n", st.message().c_str()), 2;
-    }
+    p.format = format;
     for (const Shape& s : shapes) {
       const size_t bytes = cpu::PackedWeightBytes(p.format, s.in, s.out);
       p.buffers.push_back(cpu::AllocAligned(bytes / sizeof(float)));
