@@ -178,6 +178,9 @@ TEST_P(WeightFormatKernelTest, MatmulEqualsItsFormatsDefinition) {
       {13, 33, 47, true, true, true},     {32, 96, 200, true, true, false}, {24, 40, 70, true, false, false},
       {36, 50, 70, false, false, true},   {3, 64, 2000, true, false, false}, {20, 2100, 100, true, true, false},
       {32, 3072, 48, true, false, true},  {8, 1500, 33, false, true, false},
+      // More than 32 rows with K in chunks: the widened (prefill) path,
+      // ragged in rows and columns.
+      {45, 2100, 100, true, true, false}, {33, 1100, 50, false, false, true}, {64, 3072, 40, true, false, false},
   };
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
     for (const Case& c : cases) {
