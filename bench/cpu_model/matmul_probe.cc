@@ -1,7 +1,7 @@
-// Where a batch-1 decode step's matmul time goes, per kernel level and weight
-// format: the GPT-2-small matrices (12 layers x 4, and the LM head) each
-// multiplied by one row, as a decode step does, against two bounds measured
-// in the same run.
+// Where the matmul time goes, per kernel level and weight format: the
+// GPT-2-small matrices (12 layers x 4, and the LM head) each multiplied by
+// one row, as a batch-1 decode step does, against two bounds measured in the
+// same run; and one layer's matrices multiplied by a prefill's rows.
 //
 // - cold: one pass over all 49 matrices (weights from memory, the pool's
 //   threads), against the read floor: packed bytes / read bandwidth.
