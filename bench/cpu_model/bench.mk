@@ -5,7 +5,7 @@
 build/bench_cpu_model: build/obj/bench/cpu_model/bench_cpu_model.o $(patsubst $(BUILD)/%,build/%,$(BENCH_LIB)) $(patsubst $(BUILD)/%,build/%,$(LAYER_LIBS))
 	$(CXX) $(STATIC) -o $@ $(filter %.o,$^) -Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(LDFLAGS)
 
-# Where a batch-1 step's matmul time goes (bench/cpu_model/matmul_probe.cc):
+# Where the matmul time goes, batch 1 and a prefill pass (bench/cpu_model/matmul_probe.cc):
 # `make build/matmul_probe`.
 build/matmul_probe: build/obj/bench/cpu_model/matmul_probe.o $(patsubst $(BUILD)/%,build/%,$(BENCH_LIB)) $(patsubst $(BUILD)/%,build/%,$(LAYER_LIBS))
 	$(CXX) $(STATIC) -o $@ $(filter %.o,$^) -Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(LDFLAGS)
