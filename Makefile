@@ -55,6 +55,10 @@ else ifeq ($(CUDA),1)
   BUILD    := build/cuda
   SANFLAGS :=
   OPT      := -O2 -g
+else ifeq ($(CUDA),emu)
+  BUILD    := build/emu
+  SANFLAGS :=
+  OPT      := -O2 -g
 else
   BUILD    := build
   SANFLAGS :=
@@ -69,13 +73,15 @@ LDFLAGS  := $(SANFLAGS) -pthread
 # CUDA build links the C library dynamically (kernels/kernels.mk).
 ifeq ($(CUDA),1)
   CXXFLAGS += -DTW_CUDA=1
+else ifeq ($(CUDA),emu)
+  CXXFLAGS += -DTW_CUDA=1 -DTW_CUDA_EMULATOR=1 -Itests/cudaemu
 else ifeq ($(SANFLAGS),)
   STATIC := -static
 endif
 
 # A layer's sources: src/<layer>/*.cc, where *_cuda.cc is compiled only in
 # CUDA builds and *_nocuda.cc only in the others.
-ifeq ($(CUDA),1)
+ifneq ($(filter 1 emu,$(CUDA)),)
   NOT_THIS_BUILD := %_nocuda.cc
 else
   NOT_THIS_BUILD := %_cuda.cc
@@ -84,7 +90,7 @@ endif
 # every build, its CUDA (*.cu) in CUDA builds only.
 layer_dir = $(if $(filter kernels,$(1)),kernels,src/$(1))
 layer_srcs = $(filter-out $(NOT_THIS_BUILD),$(wildcard $(call layer_dir,$(1))/*.cc)) \
-             $(if $(and $(filter kernels,$(1)),$(filter 1,$(CUDA))),$(wildcard kernels/*.cu))
+             $(if $(and $(filter kernels,$(1)),$(filter 1 emu,$(CUDA))),$(wildcard kernels/*.cu))
 layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(call layer_srcs,$(1))))
 # The layers, each before every layer it includes (docs/ARCHITECTURE.md's
 # table; tests/api/layering_test.cc checks both). The archives are linked in
@@ -92,9 +98,12 @@ layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$
 LAYER_ORDER := api client web ws cuda kernels model engine backend http sse stream tokenizer cpu net json common
 LAYERS   := $(LAYER_ORDER)
 LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(call layer_srcs,$(l)),$(BUILD)/lib/$(l).a))
-LIBS_GROUP := $(LAYER_LIBS)
+# The emulator build links the CUDA-on-CPU runtime (tests/cudaemu) last: the
+# kernels layer calls it.
+EMU_LIB  := $(if $(filter emu,$(CUDA)),$(BUILD)/lib/cudaemu.a)
+LIBS_GROUP := $(LAYER_LIBS) $(EMU_LIB)
 
-TEST_DIRS := $(sort $(filter-out support data fuzz gpu interop,$(notdir $(wildcard tests/*))))
+TEST_DIRS := $(sort $(filter-out support data fuzz gpu interop cudaemu,$(notdir $(wildcard tests/*))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*_test.cc),$(BUILD)/tests/$(d)_tests))
 SUPPORT_SRCS := $(wildcard tests/support/*.cc)
 SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
@@ -143,10 +152,10 @@ $(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
 # ---- binaries ----------------------------------------------------------------
 
-$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS)
+$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS) $(EMU_LIB)
 	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $< $(LIBS_GROUP) $(LDFLAGS)
 
-$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS)
+$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS) $(EMU_LIB)
 	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
 
 # ---- tests -------------------------------------------------------------------
@@ -155,7 +164,7 @@ gtest-check:
 	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
 
 define TEST_RULE
-$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(BENCH_LIB) | gtest-check
+$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(EMU_LIB) $(BENCH_LIB) | gtest-check
 	@mkdir -p $$(dir $$@)
 	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) $(GTEST_LINK) $(LDFLAGS)
 endef
@@ -181,8 +190,8 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 # make test-gpu: the GPU suites, each kernel against its CPU reference and the
 # engine on the CUDA runner. Without a GPU they skip, saying why.
 .PHONY: test-gpu
-ifeq ($(CUDA),1)
-$(GPU_TEST_BIN): $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LAYER_LIBS) | gtest-check
+ifneq ($(filter 1 emu,$(CUDA)),)
+$(GPU_TEST_BIN): $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LAYER_LIBS) $(EMU_LIB) | gtest-check
 	@mkdir -p $(dir $@)
 	$(call quiet,LD,$@)$(CXX) -o $@ $(GPU_TEST_OBJS) $(SUPPORT_OBJS) $(LIBS_GROUP) $(GTEST_LINK) $(LDFLAGS)
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/common.cuh"
+#include "kernels/ptx.cuh"
 
 namespace tw::kernels {
 namespace {
@@ -279,14 +280,10 @@ __global__ void __launch_bounds__(kThreads) MergeKernel(
 }
 
 // ---- prefill -------------------------------------------------------------
-// 16-byte global -> shared copy that bypasses the registers (sm_80+).
-__device__ __forceinline__ void CopyAsync16(float* smem_dst, const float* gmem_src) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src) : "memory");
-}
+// This thread's cp.async copies, committed and waited for.
 __device__ __forceinline__ void CopyAsyncWaitAll() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  CopyAsyncCommit();
+  CopyAsyncWaitAllGroups();
 }
 
 // Copies one head's K (or V: head_off) rows of keys [first, first + n) of a
@@ -513,8 +510,8 @@ Status AppendKv(const float* qkv, int rows, const int32_t* row_table, const int3
                 const KvShape& kv, int layer, float* pool, void* stream) {
   if (Status s = CheckCommon("AppendKv", qkv, rows, tables, kv, layer, pool); !s.ok()) return s;
   if (pos == nullptr) return Status::Error("AppendKv: null pos");
-  AppendKvKernel<<<rows, kThreads, 0, AsStream(stream)>>>(qkv, row_table, pos, tables.ids, tables.count,
-                                                          tables.stride, kv, layer, pool);
+  Launch<AppendKvKernel>(rows, kThreads, 0, AsStream(stream), qkv, row_table, pos, tables.ids, tables.count,
+                        tables.stride, kv, layer, pool);
   TW_LAUNCH_CHECK("AppendKv: AppendKvKernel launch");
   return Status::Ok();
 }
@@ -532,11 +529,11 @@ Status DecodeAttention(const float* qkv, int rows, const int32_t* lens, const Bl
   const float scale = kernels::AttnScale(kv.head_dim);
   cudaStream_t st = AsStream(stream);
   if (kv.head_dim == 64) {
-    DecodeChunkKernel<64, true><<<grid, kThreads, 0, st>>>(qkv, lens, tables.ids, tables.stride, kv, layer, scale,
+    Launch<DecodeChunkKernel<64, true>>(grid, kThreads, 0, st, qkv, lens, tables.ids, tables.stride, kv, layer, scale,
                                                            pool, ws.partial_o, ws.partial_ml, ws.tickets,
                                                            ws.max_chunks, att);
   } else {
-    DecodeChunkKernel<16, true><<<grid, kThreads, 0, st>>>(qkv, lens, tables.ids, tables.stride, kv, layer, scale,
+    Launch<DecodeChunkKernel<16, true>>(grid, kThreads, 0, st, qkv, lens, tables.ids, tables.stride, kv, layer, scale,
                                                            pool, ws.partial_o, ws.partial_ml, ws.tickets,
                                                            ws.max_chunks, att);
   }
@@ -558,20 +555,20 @@ Status PrefillAttention(const float* qkv, int rows, const int32_t* row_table, co
   const int64_t table_tokens = static_cast<int64_t>(tables.stride) * kv.block_size;
   cudaStream_t st = AsStream(stream);
   if (kv.head_dim == 64) {
-    PrefillChunkKernel<64><<<grid, kThreads, 0, st>>>(qkv, rows, row_table, pos, tables.ids, tables.count,
+    Launch<PrefillChunkKernel<64>>(grid, kThreads, 0, st, qkv, rows, row_table, pos, tables.ids, tables.count,
                                                       tables.stride, kv, layer, scale, pool, ws.partial_o,
                                                       ws.partial_ml, ws.max_chunks);
   } else {
-    PrefillChunkKernel<16><<<grid, kThreads, 0, st>>>(qkv, rows, row_table, pos, tables.ids, tables.count,
+    Launch<PrefillChunkKernel<16>>(grid, kThreads, 0, st, qkv, rows, row_table, pos, tables.ids, tables.count,
                                                       tables.stride, kv, layer, scale, pool, ws.partial_o,
                                                       ws.partial_ml, ws.max_chunks);
   }
   TW_LAUNCH_CHECK("PrefillAttention: PrefillChunkKernel launch");
   if (kv.head_dim == 64) {
-    MergeKernel<64><<<merge_grid, kThreads, 0, st>>>(rows, pos, /*pos_plus_one=*/true, kv.n_head, ws.max_chunks,
+    Launch<MergeKernel<64>>(merge_grid, kThreads, 0, st, rows, pos, /*pos_plus_one=*/true, kv.n_head, ws.max_chunks,
                                                      table_tokens, ws.partial_o, ws.partial_ml, att);
   } else {
-    MergeKernel<16><<<merge_grid, kThreads, 0, st>>>(rows, pos, /*pos_plus_one=*/true, kv.n_head, ws.max_chunks,
+    Launch<MergeKernel<16>>(merge_grid, kThreads, 0, st, rows, pos, /*pos_plus_one=*/true, kv.n_head, ws.max_chunks,
                                                      table_tokens, ws.partial_o, ws.partial_ml, att);
   }
   TW_LAUNCH_CHECK("PrefillAttention: MergeKernel launch");

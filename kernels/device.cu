@@ -95,13 +95,18 @@ Status GraphBegin(void* stream) {
                     "cudaStreamBeginCapture");
 }
 Status GraphEnd(void* stream, void** exec) {
+  // Every path destroys what the runtime handed back: the graph always (the
+  // instance does not need it), the instance unless it is returned.
   *exec = nullptr;
   cudaGraph_t g = nullptr;
   Status s = CudaStatus(cudaStreamEndCapture(kernels::AsStream(stream), &g), "cudaStreamEndCapture");
-  if (!s.ok()) return s;
   cudaGraphExec_t e = nullptr;
-  s = CudaStatus(cudaGraphInstantiate(&e, g, 0), "cudaGraphInstantiate");
-  cudaGraphDestroy(g);
+  if (s.ok()) s = CudaStatus(cudaGraphInstantiate(&e, g, 0), "cudaGraphInstantiate");
+  if (g != nullptr) cudaGraphDestroy(g);
+  if (!s.ok()) {
+    if (e != nullptr) cudaGraphExecDestroy(e);
+    return s;
+  }
   *exec = e;
   return s;
 }
@@ -114,9 +119,14 @@ Status GraphDestroy(void* exec) {
 }
 
 Status EventPairCreate(EventPair* ev) {
+  ev->start = ev->stop = nullptr;
   cudaEvent_t a = nullptr, b = nullptr;
   Status s = CudaStatus(cudaEventCreate(&a), "cudaEventCreate");
   if (s.ok()) s = CudaStatus(cudaEventCreate(&b), "cudaEventCreate");
+  if (!s.ok()) {  // both or neither
+    if (a != nullptr) cudaEventDestroy(a);
+    return s;
+  }
   ev->start = a;
   ev->stop = b;
   return s;
@@ -154,13 +164,20 @@ __global__ void FmaLoop(float* out, int iters) {
 }  // namespace
 
 Status MeasureCeilings(double* copy_gbps, double* fp32_tflops) {
+  // The events and buffers are released on every path (the buffers by
+  // their destructors, the events by `release`).
+  EventPair ev;
+  Status s = EventPairCreate(&ev);
+  if (!s.ok()) return s;
+  struct Release {
+    EventPair* ev;
+    ~Release() { EventPairDestroy(ev); }
+  } release{&ev};
   const size_t bytes = size_t{1} << 30;
   DeviceBuffer src, dst;
-  Status s = src.Allocate(bytes);
+  s = src.Allocate(bytes);
   if (s.ok()) s = dst.Allocate(bytes);
   if (s.ok()) s = Memset(src.get(), 1, bytes);
-  EventPair ev;
-  if (s.ok()) s = EventPairCreate(&ev);
   if (!s.ok()) return s;
   float best = 1e30f;
   for (int i = 0; i < 6 && s.ok(); i++) {
@@ -179,7 +196,7 @@ Status MeasureCeilings(double* copy_gbps, double* fp32_tflops) {
   for (int i = 0; i < 4 && s.ok(); i++) {
     s = EventRecord(ev.start, nullptr);
     if (s.ok()) {
-      FmaLoop<<<blocks, threads>>>(out.as<float>(), iters);
+      Launch<FmaLoop>(blocks, threads, 0, nullptr, out.as<float>(), iters);
       s = LastError("FmaLoop launch");
     }
     if (s.ok()) s = EventRecord(ev.stop, nullptr);
@@ -188,7 +205,6 @@ Status MeasureCeilings(double* copy_gbps, double* fp32_tflops) {
     if (i > 0) best = std::min(best, ms);
   }
   if (s.ok()) *fp32_tflops = 2.0 * 8 * iters * static_cast<double>(blocks) * threads / (best * 1e-3) / 1e12;
-  EventPairDestroy(&ev);
   return s;
 }
 

@@ -43,14 +43,16 @@ Status DeviceSync();
 Status LastError(const char* what);
 
 // Graphs: capture every launch on `stream` between Begin and End into an
-// executable graph; Launch replays it on the same stream.
+// executable graph; Launch replays it on the same stream. On an error End
+// leaves *exec null and nothing behind.
 Status GraphBegin(void* stream);
 Status GraphEnd(void* stream, void** exec);
 Status GraphLaunch(void* exec, void* stream);
 Status GraphDestroy(void* exec);
 
 // Timing with device events: Start/Stop record on `stream`; ElapsedMs
-// synchronizes on the stop event.
+// synchronizes on the stop event. EventPairCreate makes both events or
+// (on an error) neither.
 struct EventPair {
   void* start = nullptr;
   void* stop = nullptr;

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "kernels/common.cuh"
+#include "kernels/ptx.cuh"
 
 namespace tw::kernels {
 
@@ -55,21 +56,13 @@ struct GemmArgs {
   int epilogue;            // GemmEpilogue
 };
 
-// tf32 bits of v: to nearest, ties away from zero, low 13 bits zero (the
-// same expression as kernels::RoundToTf32 on the host).
-__device__ __forceinline__ uint32_t Tf32Bits(float v) { return (__float_as_uint(v) + 0x1000u) & 0xFFFFE000u; }
+// tf32 bits of v: to nearest, ties away from zero, low 13 bits zero, NaN
+// kept (kernels::Tf32RoundBits, which kernels::RoundToTf32 uses on the host).
+__device__ __forceinline__ uint32_t Tf32Bits(float v) { return Tf32RoundBits(__float_as_uint(v)); }
 
 __device__ __forceinline__ void SplitTf32(float v, uint32_t& big, uint32_t& small) {
   big = Tf32Bits(v);
   small = Tf32Bits(__fsub_rn(v, __uint_as_float(big)));
-}
-
-// d (16 x 8) += a (16 x 8, row) * b (8 x 8, col), tf32 inputs, fp32 accumulate.
-__device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // As cpu::GeluTanh: x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
@@ -129,7 +122,7 @@ __device__ __forceinline__ void StageX(const GemmArgs& a, float4* smem, int row0
 
 template <bool kTf32>
 __global__ void __launch_bounds__(kThreads, 2) GemmKernel(const GemmArgs a) {
-  extern __shared__ float4 smem[];
+  TW_DYNAMIC_SHARED(float4, smem);
   __shared__ int s_last;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -394,9 +387,9 @@ Status Gemm(const GemmPlan& plan, const kernels::PackedMatrixView& w, const floa
   const dim3 grid(static_cast<unsigned>(plan.panel_groups()), static_cast<unsigned>(plan.splits));
   const size_t smem = kernels::GemmSharedBytes(plan);
   if (tf32) {
-    GemmKernel<true><<<grid, kThreads, smem, AsStream(stream)>>>(a);
+    Launch<GemmKernel<true>>(grid, kThreads, smem, AsStream(stream), a);
   } else {
-    GemmKernel<false><<<grid, kThreads, smem, AsStream(stream)>>>(a);
+    Launch<GemmKernel<false>>(grid, kThreads, smem, AsStream(stream), a);
   }
   TW_LAUNCH_CHECK("Gemm: kernel launch");
   return Status::Ok();

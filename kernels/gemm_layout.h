@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/host_device.h"
 #include "common/status.h"
 
 namespace tw::kernels {
@@ -196,14 +197,21 @@ inline size_t GemmWorkspaceBytes(const GemmPlan& p, int max_rows) {
 
 // ---- 3xTF32 on the host (tests bound its error; the kernel does the same) ----
 
-// Rounds a float to tf32 (10 explicit mantissa bits, the low 13 bits zero):
-// to nearest, ties away from zero, as cvt.rna.tf32.f32, done on the bits.
-// The kernel uses the same integer expression. Finite inputs below
-// 3.4e38 * (1 - 2^-11) stay finite.
-inline constexpr float RoundToTf32(float v) {
-  const uint32_t u = (std::bit_cast<uint32_t>(v) + 0x1000u) & 0xFFFFE000u;
-  return std::bit_cast<float>(u);
+// The tf32 bits of the float whose bits are u (10 explicit mantissa bits,
+// the low 13 bits zero): to nearest, ties away from zero, as
+// cvt.rna.tf32.f32. The kernel (Tf32Bits in gemm.cu) and RoundToTf32 below
+// both call it. A NaN stays a NaN (quiet, its sign kept): adding the
+// rounding bit to a NaN with low mantissa bits set would carry into the
+// exponent and sign (0x7fffffff, the GPU's canonical NaN, gave -0) or,
+// masked, leave an infinity (0x7f800001 gave +inf). Infinities stay
+// infinities; finite inputs below 3.4e38 * (1 - 2^-11) stay finite.
+TW_HOST_DEVICE constexpr uint32_t Tf32RoundBits(uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u | 0x00400000u) & 0xFFFFE000u;  // NaN
+  return (u + 0x1000u) & 0xFFFFE000u;
 }
+
+// Rounds a float to tf32 (Tf32RoundBits on its bits).
+inline constexpr float RoundToTf32(float v) { return std::bit_cast<float>(Tf32RoundBits(std::bit_cast<uint32_t>(v))); }
 
 // v = big + small (exactly, for normal v), big = tf32(v), small = tf32(v - big).
 inline constexpr void SplitTf32(float v, float* big, float* small) {

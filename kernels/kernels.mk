@@ -31,6 +31,42 @@ GPU_TEST_SRCS := $(wildcard tests/gpu/*.cc)
 GPU_TEST_OBJS := $(GPU_TEST_SRCS:%.cc=$(BUILD)/obj/%.o)
 GPU_TEST_BIN  := $(BUILD)/tests/gpu_tests
 
+ifeq ($(CUDA),emu)
+# ---- the CPU emulator's build (make CUDA=emu; make test-gpu-emu) ------------
+# The same .cu files, compiled as C++ against tests/cudaemu/cuda_runtime.h and
+# linked with the emulator's runtime. Clang takes nvcc's place: the emulated
+# __shared__ puts function-local statics in one linker section, which GCC
+# ignores for statics in templates (and every kernel is a template).
+# -ffp-contract=off: a*b+c stays two roundings, as nvcc's __fmul_rn/__fadd_rn;
+# -mfma (where the CPU has it) makes fmaf one instruction instead of a call.
+EMU_FMA      := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo -mfma)
+EMU_CXXFLAGS := -x c++ -std=c++20 $(OPT) -ffp-contract=off $(EMU_FMA) $(WARN) -I. -Isrc -Itests/cudaemu -MMD -MP \
+                -DTW_CUDA=1 -DTW_CUDA_EMULATOR=1 -DTW_SOURCE_DIR=\"$(CURDIR)\" -pthread
+EMU_LIB_OBJS := $(patsubst %.cc,$(BUILD)/obj/%.o,$(filter-out %_test.cc,$(wildcard tests/cudaemu/*.cc)))
+EMU_TEST_BIN := $(BUILD)/tests/cudaemu_tests
+
+$(BUILD)/obj/kernels/%.o: kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/tests/cudaemu/%.o: tests/cudaemu/%.cu
+	@mkdir -p $(dir $@)
+	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) -c $< -o $@
+
+$(EMU_LIB): $(EMU_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(call quiet,AR,$@)ar rcs $@ $^
+
+$(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(BUILD)/lib/common.a $(EMU_LIB)
+	@mkdir -p $(dir $@)
+	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) -o $@ $< -x none $(KERNEL_LIB) $(BUILD)/lib/common.a $(EMU_LIB)
+
+$(EMU_TEST_BIN): $(patsubst %.cu,$(BUILD)/obj/%.o,$(wildcard tests/cudaemu/*_test.cu)) $(KERNEL_LIB) \
+                 $(BUILD)/lib/common.a $(EMU_LIB) | gtest-check
+	@mkdir -p $(dir $@)
+	$(call quiet,LD,$@)$(CXX) -o $@ $(filter %.o,$^) $(KERNEL_LIB) $(BUILD)/lib/common.a $(EMU_LIB) $(GTEST_LINK) $(LDFLAGS)
+else
 $(BUILD)/obj/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
 	$(call quiet,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -38,6 +74,7 @@ $(BUILD)/obj/kernels/%.o: kernels/%.cu
 $(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(BUILD)/lib/common.a
 	@mkdir -p $(dir $@)
 	$(call quiet,NVCC,$<)$(NVCC) $(NVCCFLAGS) -o $@ $< $(KERNEL_LIB) $(BUILD)/lib/common.a -cudart static
+endif
 
 .PHONY: kernels-dev
 kernels-dev: $(KERNEL_DEV_BINS)

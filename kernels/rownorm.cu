@@ -274,7 +274,7 @@ template <Source kSrc, bool kNorm>
 Status LaunchRows(const RowArgs& a, void* stream, const char* what) {
   if (a.rows == 0) return Status::Ok();
   const int blocks = CeilDiv(a.rows, kRowsPerBlock);
-  RowKernel<kSrc, kNorm><<<blocks, kRowThreads, 0, AsStream(stream)>>>(a);
+  Launch<RowKernel<kSrc, kNorm>>(blocks, kRowThreads, 0, AsStream(stream), a);
   TW_LAUNCH_CHECK(what);
   return Status::Ok();
 }
@@ -393,9 +393,9 @@ Status GeluTanh(float* x, size_t n, void* stream) {
   const size_t want = (items + kGeluThreads - 1) / kGeluThreads;
   const int blocks = static_cast<int>(want < kGeluMaxBlocks ? want : kGeluMaxBlocks);
   if (vec) {
-    GeluVec4Kernel<<<blocks, kGeluThreads, 0, AsStream(stream)>>>(x, n);
+    Launch<GeluVec4Kernel>(blocks, kGeluThreads, 0, AsStream(stream), x, n);
   } else {
-    GeluScalarKernel<<<blocks, kGeluThreads, 0, AsStream(stream)>>>(x, n);
+    Launch<GeluScalarKernel>(blocks, kGeluThreads, 0, AsStream(stream), x, n);
   }
   TW_LAUNCH_CHECK("kernels::GeluTanh launch");
   return Status::Ok();

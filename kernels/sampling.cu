@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kThreads) SampleKernel(const float* logits, in
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const float* row = logits + static_cast<size_t>(r) * row_stride;  // (V)
   if constexpr (kStage) {
-    extern __shared__ float staged[];  // (V)
+    TW_DYNAMIC_SHARED(float, staged);  // (V)
     for (int i = tid; i < V; i += kThreads) staged[i] = row[i];
     __syncthreads();
     row = staged;
@@ -429,7 +429,8 @@ Status LaunchSample(const float* logits, int rows, int vocab, size_t row_stride,
       configured = dynamic;
     }
   }
-  SampleKernel<kThreads, kStage><<<rows, kThreads, dynamic, AsStream(stream)>>>(logits, vocab, row_stride, params, ids);
+  Launch<SampleKernel<kThreads, kStage>>(rows, kThreads, dynamic, AsStream(stream), logits, vocab, row_stride, params,
+                                         ids);
   TW_LAUNCH_CHECK("kernels::SampleTokens launch");
   return Status::Ok();
 }

@@ -144,7 +144,8 @@ Pool MakePool(int n_layer, int n_head, int hd, int bs, const std::vector<int>& c
   p.tables_d = ToDevice(p.tables);
   int32_t* fill_d = ToDevice(std::vector<int32_t>(fill.begin(), fill.end()));
   const int max_fill = std::max(1, *std::max_element(fill.begin(), fill.end()));
-  FillKvKernel<<<dim3(max_fill, p.n_seq), 256>>>(p.d, p.tables_d, p.stride, fill_d, p.kv, seed);
+  kernels::Launch<FillKvKernel>(dim3(max_fill, p.n_seq), 256, 0, nullptr, p.d, p.tables_d, p.stride, fill_d, p.kv,
+                                seed);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
   CUDA_CHECK(cudaFree(fill_d));
@@ -229,7 +230,7 @@ __global__ void __launch_bounds__(kThreads) DecodeV1Kernel(
     const int32_t* __restrict__ lens,  // (rows)
     const int32_t* __restrict__ tables, int stride, KvShape kv, int layer, float scale,
     const float* __restrict__ pool, float* __restrict__ att) {  // att (rows, C)
-  extern __shared__ float sc[];  // (len) scores, then weights
+  TW_DYNAMIC_SHARED(float, sc);  // (len) scores, then weights
   __shared__ float qs[HD];
   __shared__ float red[kThreads / 32];
   const int h = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
@@ -288,15 +289,15 @@ void RunDecodeHd(int version, const DecodeArgs& a, int layer) {
   const AttentionWorkspace& ws = a.work->ws;
   switch (version) {
     case 1:
-      DecodeV1Kernel<HD><<<dim3(kv.n_head, a.rows), kThreads, a.max_context * sizeof(float)>>>(
+      kernels::Launch<DecodeV1Kernel<HD>>(dim3(kv.n_head, a.rows), kThreads, a.max_context * sizeof(float), nullptr,
           a.qkv, a.lens, bt.ids, bt.stride, kv, layer, scale, a.pool->d, a.att);
       break;
     case 2: {
-      kernels::DecodeChunkKernel<HD, false><<<dim3(ws.max_chunks, kv.n_head, a.rows), kThreads>>>(
-          a.qkv, a.lens, bt.ids, bt.stride, kv, layer, scale, a.pool->d, ws.partial_o, ws.partial_ml, ws.tickets,
+      kernels::Launch<kernels::DecodeChunkKernel<HD, false>>(dim3(ws.max_chunks, kv.n_head, a.rows), kThreads, 0,
+          nullptr, a.qkv, a.lens, bt.ids, bt.stride, kv, layer, scale, a.pool->d, ws.partial_o, ws.partial_ml, ws.tickets,
           ws.max_chunks, a.att);
       const int per = kThreads / HD;
-      kernels::MergeKernel<HD><<<(a.rows * kv.n_head + per - 1) / per, kThreads>>>(
+      kernels::Launch<kernels::MergeKernel<HD>>((a.rows * kv.n_head + per - 1) / per, kThreads, 0, nullptr,
           a.rows, a.lens, false, kv.n_head, ws.max_chunks, static_cast<int64_t>(bt.stride) * kv.block_size,
           ws.partial_o, ws.partial_ml, a.att);
       break;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/counter_rng.h"
+#include "kernels/common.cuh"
 #include "kernels/device.h"
 
 #define CUDA_CHECK(call)                                                                   \

@@ -213,8 +213,8 @@ GemmPrecision PrecisionOf(int version) { return version == 3 ? GemmPrecision::k3
 void Launch(int version, const Data& d, const GemmPlan& plan, int M) {
   const Shape& s = *d.s;
   if (version == 1) {
-    NaiveGemm<<<dim3((s.N + 255) / 256, M), 256>>>(d.d_x, d.d_w, d.d_bias, d.d_y, s.K, s.N,
-                                                   static_cast<int>(s.epilogue));
+    tw::kernels::Launch<NaiveGemm>(dim3((s.N + 255) / 256, M), 256, 0, nullptr, d.d_x, d.d_w, d.d_bias, d.d_y, s.K,
+                                   s.N, static_cast<int>(s.epilogue));
     CUDA_CHECK(cudaGetLastError());
     return;
   }

@@ -125,10 +125,10 @@ void RunLayerNorm(int version, const float* x, int rows, int C, const float* w, 
   if (rows == 0) return;
   switch (version) {
     case 1:
-      LayerNormV1<<<(rows + 127) / 128, 128>>>(x, rows, C, w, b, kEps, out);
+      tw::kernels::Launch<LayerNormV1>((rows + 127) / 128, 128, 0, nullptr, x, rows, C, w, b, kEps, out);
       break;
     case 2:
-      LayerNormV2<<<rows, kV2Threads>>>(x, C, w, b, kEps, out);
+      tw::kernels::Launch<LayerNormV2>(rows, kV2Threads, 0, nullptr, x, C, w, b, kEps, out);
       break;
     default: {
       tw::Status s = tw::kernels::LayerNorm(x, rows, C, w, b, kEps, out, nullptr);

@@ -19,12 +19,15 @@
 //   - the step buffer (src/cuda/step_plan.h) in pinned host memory and on
 //     the device: a step's inputs are packed on the host and go over in one
 //     copy; only token ids come back.
-// Decode steps replay a CUDA graph per batch-size bucket (captured on first
-// use); prefill passes launch directly (their row counts vary).
+// Decode steps replay a CUDA graph per batch-size bucket (all captured when
+// the runner is made); prefill passes launch directly (their row counts
+// vary).
 //
 // Threads: Create on any thread; Prefill, Decode and LastLogits from one
-// thread at a time (the engine's). Never: allocates or synchronizes inside a
-// step other than the final copy of the token ids.
+// thread at a time (the engine's). Never: allocates or captures inside a
+// step, or synchronizes other than for the final copy of the token ids
+// (and, for a prompt longer than the step buffer, before each chunk is
+// packed into the pinned step buffer the previous chunk's copy reads).
 #pragma once
 
 #include <memory>
@@ -44,8 +47,8 @@ struct CudaRunnerOptions {
 
 // Builds the runner: uploads and repacks the weights into one device
 // allocation, allocates the KV pool (limits.num_kv_blocks blocks, zeroed),
-// the step buffers and the workspaces, and captures nothing yet (decode
-// graphs are captured per batch-size bucket on first use).
+// the step buffers and the workspaces, and captures the decode graph of
+// every batch-size bucket (options.use_graphs).
 Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engine::RunnerLimits& limits,
                       const CudaRunnerOptions& options, std::unique_ptr<engine::ModelRunner>* out);
 
@@ -53,6 +56,15 @@ Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engin
 // step sampled, copied to the host (a runner that is not the CUDA one, or a
 // build without CUDA, answers an error).
 Status CudaLastLogits(engine::ModelRunner* runner, int rows, std::vector<float>* out);
+// What the runner's decode graphs have done: graphs held, captures made
+// (all at creation, one per batch-size bucket), replays (one per decode
+// step that used a graph).
+struct CudaRunnerStats {
+  int graphs = 0;
+  int captures = 0;
+  long long replays = 0;
+};
+Status CudaStats(const engine::ModelRunner* runner, CudaRunnerStats* out);
 // A line about the runner for the start-up summary ("NVIDIA H200, ...; weights
 // 0.65 GB, KV pool 2.4 GB; matmul fp32").
 std::string CudaDescribe(const engine::ModelRunner* runner);

@@ -13,12 +13,14 @@
 //   ln = LN_f(x of the rows to sample); logits = ln @ wte^T; ids = sample
 //
 // Decode: every row samples, attention is DecodeAttention over each row's
-// table; the launches of a bucket are captured once into a graph and
-// replayed. Prefill: the rows of several sequences packed together,
-// PrefillAttention, then only each sequence's last row is copied into a
-// compact buffer, normalised, multiplied by the LM head and sampled. A
-// sequence longer than the step buffer is prefilled in chunks (each chunk's
-// attention reads the earlier chunks' keys from the pool).
+// table; the launches of each bucket are captured into a graph when the
+// runner is made, and a step replays its bucket's graph. Prefill: the rows
+// of several sequences packed together, PrefillAttention, then only each
+// sequence's last row is copied into a compact buffer, normalised,
+// multiplied by the LM head and sampled. A sequence longer than the step
+// buffer is prefilled in chunks (each chunk's attention reads the earlier
+// chunks' keys from the pool); the host waits for a chunk's copy of the
+// step buffer before packing the next into it.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -104,6 +106,7 @@ class CudaRunner : public engine::ModelRunner {
 
   Status LastLogits(int rows, std::vector<float>* out);
   std::string Describe() const { return describe_; }
+  CudaRunnerStats Stats() const { return CudaRunnerStats{static_cast<int>(graphs_.size()), captures_, replays_}; }
 
  private:
   Status UploadWeights();
@@ -114,6 +117,9 @@ class CudaRunner : public engine::ModelRunner {
   Status Head(const float* x, int rows);
   // The whole decode forward of a bucket (what a graph holds).
   Status DecodeForward(int bucket);
+  // Captures DecodeForward(bucket) into graphs_[bucket] (at start-up: a
+  // capture while serving would stall the engine's step).
+  Status CaptureDecode(int bucket);
   // After a step's ids are on the host (ids_host_): out[i].id, and for a
   // row that asks for log-probabilities, its logits copied to the host
   // (row_host_) and model::ComputeLogprobs on them, the CPU runner's code.
@@ -159,6 +165,8 @@ class CudaRunner : public engine::ModelRunner {
   ModelBounds bounds_;
   std::vector<int> buckets_;
   std::map<int, void*> graphs_;  // bucket -> executable graph
+  int captures_ = 0;             // graphs captured
+  long long replays_ = 0;        // graph launches
   int last_rows_ = 0;            // rows the last step sampled
   std::string describe_;
 };
@@ -250,6 +258,9 @@ Status CudaRunner::Init() {
   ids_host_ = static_cast<int32_t*>(ids_host);
   buckets_ = DecodeBuckets(limits_.max_batch);
   TW_TRY(kernels::StreamSync(stream_));
+  if (options_.use_graphs) {
+    for (int bucket : buckets_) TW_TRY(CaptureDecode(bucket));
+  }
 
   char buf[512];
   std::snprintf(buf, sizeof buf, "%s; weights %.2f GB, KV pool %.2f GB (%d blocks + %d scratch), matmul %s%s",
@@ -376,6 +387,23 @@ Status CudaRunner::DecodeForward(int bucket) {
   return Head(x_, bucket);
 }
 
+Status CudaRunner::CaptureDecode(int bucket) {
+  // The launches read the step buffer's device copy, which each step
+  // refills before it replays the graph.
+  TW_TRY(kernels::GraphBegin(stream_));
+  Status captured = DecodeForward(bucket);
+  void* exec = nullptr;
+  Status ended = kernels::GraphEnd(stream_, &exec);
+  if (!captured.ok()) {
+    if (exec != nullptr) kernels::GraphDestroy(exec);
+    return captured;
+  }
+  TW_TRY(ended);
+  ++captures_;
+  graphs_.emplace(bucket, exec);
+  return Status::Ok();
+}
+
 Status CudaRunner::Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   if (count < 1 || count > limits_.max_batch) {
     return Status::Error("cuda runner: " + std::to_string(count) + " sequences in one decode (1.." +
@@ -386,21 +414,9 @@ Status CudaRunner::Decode(const engine::SeqView* seqs, int count, engine::Sample
   TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.bytes, stream_));
   if (options_.use_graphs) {
     auto it = graphs_.find(bucket);
-    if (it == graphs_.end()) {
-      // Capture this bucket's launches once; the step buffer's device copy
-      // is what every replay reads.
-      TW_TRY(kernels::GraphBegin(stream_));
-      Status captured = DecodeForward(bucket);
-      void* exec = nullptr;
-      Status ended = kernels::GraphEnd(stream_, &exec);
-      if (!captured.ok()) {
-        if (exec != nullptr) kernels::GraphDestroy(exec);
-        return captured;
-      }
-      TW_TRY(ended);
-      it = graphs_.emplace(bucket, exec).first;
-    }
+    if (it == graphs_.end()) return Status::Error("cuda runner: no graph for bucket " + std::to_string(bucket));
     TW_TRY(kernels::GraphLaunch(it->second, stream_));
+    ++replays_;
   } else {
     TW_TRY(DecodeForward(bucket));
   }
@@ -427,6 +443,10 @@ Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::Sampl
   const engine::SeqView* views = seqs;
   for (int done = 0;;) {
     int rows = 0;
+    // The previous chunk's copy of step_host_ runs on the stream, reading
+    // the pinned buffer when the device gets to it: wait for it before the
+    // buffer is packed again.
+    if (done > 0) TW_TRY(kernels::StreamSync(stream_));
     if (count == 1) {
       take[0] = std::min(layout_.rows, one.n - done);
       first[0] = done;
@@ -505,6 +525,13 @@ Status CudaLastLogits(engine::ModelRunner* runner, int rows, std::vector<float>*
   auto* r = dynamic_cast<CudaRunner*>(runner);
   if (r == nullptr) return Status::Error("not the CUDA runner");
   return r->LastLogits(rows, out);
+}
+
+Status CudaStats(const engine::ModelRunner* runner, CudaRunnerStats* out) {
+  auto* r = dynamic_cast<const CudaRunner*>(runner);
+  if (r == nullptr) return Status::Error("not the CUDA runner");
+  *out = r->Stats();
+  return Status::Ok();
 }
 
 std::string CudaDescribe(const engine::ModelRunner* runner) {

@@ -17,6 +17,8 @@ Status CudaLastLogits(engine::ModelRunner*, int, std::vector<float>*) {
   return Status::Error("this build has no CUDA runner");
 }
 
+Status CudaStats(const engine::ModelRunner*, CudaRunnerStats*) { return Status::Error("this build has no CUDA runner"); }
+
 std::string CudaDescribe(const engine::ModelRunner*) { return "no CUDA in this build"; }
 
 }  // namespace tw::cuda

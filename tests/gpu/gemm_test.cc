@@ -479,6 +479,38 @@ TEST(GemmKernel, GraphReplayGivesTheSameBitsAsDirectCalls) {
   }
 }
 
+// A NaN in x makes its row NaN in both precisions, whatever the NaN's bits
+// (3xTF32 used to round 0x7fffffff to -0 and 0x7f800001 to +inf, so the row
+// came out finite); the other rows are untouched.
+TEST(GemmKernel, NanInputsGiveNanRowsInBothPrecisions) {
+  TW_REQUIRE_GPU();
+  GemmRunner runner;
+  const HostMatrix m = MakeMatrix("nan", 64, 48, false, true, 121);
+  const DeviceMatrix dm(m);
+  const uint32_t nans[] = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0x7fc00000u};
+  const int M = 5;  // rows 0-3: one NaN each (at k = 3 + 7 r); row 4 clean
+  std::vector<float> x = RandomVector(static_cast<size_t>(M) * m.K, 122);
+  for (int r = 0; r < 4; ++r) std::memcpy(&x[static_cast<size_t>(r) * m.K + 3 + 7 * r], &nans[r], 4);
+  const std::vector<double> dot = ReferenceDots(m, x, M);
+  const std::vector<float> y0(static_cast<size_t>(M) * m.N, 0.0f);
+  const std::vector<float> want = Expected(m, dot, M, GemmEpilogue::kStore, y0);
+  const DeviceVector<float> dx(x);
+  DeviceVector<float> dy(static_cast<size_t>(M) * m.N);
+  for (GemmPrecision prec : kPrecisions) {
+    const GemmPlan plan = kernels::MakeGemmPlanWith(m.K, m.N, prec, 2, 2);
+    SCOPED_TRACE(Describe(m, plan, M, GemmEpilogue::kStore));
+    TW_ASSERT_OK(runner.Run(plan, dm, dx.get(), M, dy.get(), GemmEpilogue::kStore));
+    const std::vector<float> y = ToHost(dy.get(), dy.size());
+    for (int r = 0; r < 4; ++r) {
+      int finite = 0;
+      for (int n = 0; n < m.N; ++n) finite += !std::isnan(y[static_cast<size_t>(r) * m.N + n]);
+      EXPECT_EQ(finite, 0) << "row " << r << " (x holds the NaN 0x" << std::hex << nans[r] << ")";
+    }
+    const std::vector<float> clean(y.begin() + 4 * m.N, y.end()), clean_want(want.begin() + 4 * m.N, want.end());
+    EXPECT_TRUE(testing::AllClose(clean, clean_want, Atol(prec), Atol(prec)));
+  }
+}
+
 TEST(GemmKernel, LauncherRefusesBadArgumentsNamingThem) {
   TW_REQUIRE_GPU();
   const HostMatrix m = MakeMatrix("gpt2 mlp.c_proj", 3072, 768, false, true, 111);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "api/backends.h"
 #include "cuda/cuda_runner.h"
 #include "engine/block_allocator.h"
 #include "gpu/gpu_test_util.h"
@@ -35,6 +36,10 @@
 #include "model/sampling.h"
 #include "support/chunking.h"
 #include "support/numeric.h"
+
+#if defined(TW_CUDA_EMULATOR)
+#include <cuda_runtime.h>  // the emulator's counters (tests/cudaemu)
+#endif
 
 namespace tw::testing {
 namespace {
@@ -354,6 +359,154 @@ TEST(CudaRunner, DecodeIsBitwiseTheSameInEveryBucket) {
           << "row 0's logits changed with " << companions << " companions";
     }
   }
+}
+
+// Greedy decoding of `prompts` (one sequence each, blocks 8 apart) for
+// `steps` tokens on `r`: alone (one sequence a step) or all in one batch.
+std::vector<std::vector<int32_t>> Greedy(engine::ModelRunner* r, const std::vector<std::vector<int32_t>>& prompts,
+                                         int steps, bool batch) {
+  std::vector<Seq> seqs(prompts.size());
+  for (size_t i = 0; i < prompts.size(); i++) {
+    seqs[i].prompt = prompts[i];
+    for (int b = 0; b < 8; b++) seqs[i].table.push_back(static_cast<int32_t>(i * 8 + b));
+  }
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  auto run = [&](std::vector<Seq*> group) {
+    std::vector<engine::SeqView> views;
+    for (Seq* s : group) views.push_back(s->Prefill());
+    std::vector<engine::SampledToken> toks(group.size());
+    Status st = r->Prefill(views.data(), static_cast<int>(views.size()), toks.data());
+    EXPECT_TRUE(st.ok()) << st.message();
+    for (int step = 0; st.ok(); step++) {
+      for (size_t g = 0; g < group.size(); g++) out[static_cast<size_t>(group[g] - seqs.data())].push_back(toks[g].id);
+      if (step + 1 == steps) break;
+      views.clear();
+      for (size_t g = 0; g < group.size(); g++) {
+        Seq& s = *group[g];
+        s.cached = static_cast<int>(s.prompt.size()) + step;
+        s.last = toks[g].id;
+        s.produced = step + 1;
+        views.push_back(s.Decode());
+      }
+      st = r->Decode(views.data(), static_cast<int>(views.size()), toks.data());
+      EXPECT_TRUE(st.ok()) << st.message();
+    }
+  };
+  if (batch) {
+    std::vector<Seq*> all;
+    for (Seq& s : seqs) all.push_back(&s);
+    run(all);
+  } else {
+    for (Seq& s : seqs) run({&s});
+  }
+  return out;
+}
+
+// The golden prompts and a 90-token one (more than the step buffer below).
+std::vector<std::vector<int32_t>> GoldenPrompts(int V) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (const Golden& g : LoadGolden(V)) prompts.push_back(g.prompt);
+  std::vector<int32_t> longer;
+  for (int i = 0; i < 90; i++) longer.push_back((i * 7919 + 101) % V);
+  prompts.push_back(longer);
+  return prompts;
+}
+
+// The CPU backend's runner and the CUDA runner on the golden tiny GPT-2: the
+// same greedy tokens, for every prompt alone and for all in one batch.
+TEST(CudaRunner, GreedyTokensEqualTheCpuRunnersAloneAndInABatch) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const std::vector<std::vector<int32_t>> prompts = GoldenPrompts(model->config().vocab_size);
+  engine::RunnerLimits l = Limits(8, 64);
+  std::unique_ptr<engine::ModelRunner> cpu, gpu;
+  TW_ASSERT_OK(api::MakeRunner("cpu", model, l, &cpu));
+  TW_ASSERT_OK(api::MakeRunner("cuda", model, l, &gpu));
+  ASSERT_STREQ(gpu->kind(), "cuda");
+  constexpr int kSteps = 24;
+  const std::vector<std::vector<int32_t>> want = Greedy(cpu.get(), prompts, kSteps, /*batch=*/false);
+  EXPECT_EQ(Greedy(gpu.get(), prompts, kSteps, /*batch=*/false), want) << "alone";
+  EXPECT_EQ(Greedy(gpu.get(), prompts, kSteps, /*batch=*/true), want) << "in one batch";
+}
+
+// A prompt longer than the step buffer's rows is prefilled in chunks, each
+// reading the earlier chunks' keys from the pool: the same logits, bit for
+// bit, as one pass over the whole prompt, and the same tokens after.
+TEST(CudaRunner, APromptLongerThanTheStepBufferMatchesOnePassBitwise) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  const std::vector<int32_t> prompt = GoldenPrompts(V).back();  // 90 tokens
+  engine::RunnerLimits one_pass = Limits(4, 64), chunked = Limits(4, 64);
+  one_pass.max_prefill_tokens = 128;
+  chunked.max_prefill_tokens = 16;  // 6 chunks of at most 16 rows
+  std::unique_ptr<engine::ModelRunner> a, b;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, one_pass, cuda::CudaRunnerOptions{}, &a));
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, chunked, cuda::CudaRunnerOptions{}, &b));
+  std::vector<float> la, lb;
+  for (engine::ModelRunner* r : {a.get(), b.get()}) {
+    Seq s;
+    s.prompt = prompt;
+    for (int i = 0; i < 8; i++) s.table.push_back(i);
+    engine::SeqView v = s.Prefill();
+    engine::SampledToken t;
+    TW_ASSERT_OK(r->Prefill(&v, 1, &t));
+    TW_ASSERT_OK(cuda::CudaLastLogits(r, 1, r == a.get() ? &la : &lb));
+  }
+  EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), V * sizeof(float))) << "the last position's logits";
+  EXPECT_EQ(Greedy(b.get(), {prompt}, 8, false), Greedy(a.get(), {prompt}, 8, false));
+}
+
+// Every decode bucket's graph is captured when the runner is made, never
+// while it serves; each decode step replays one.
+TEST(CudaRunner, EveryDecodeBucketIsCapturedAtStartUpAndReplayedAfter) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+#if defined(TW_CUDA_EMULATOR)
+  const cudaemu::Counters before = cudaemu::GetCounters();
+#endif
+  std::unique_ptr<engine::ModelRunner> r;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(32, 256), cuda::CudaRunnerOptions{}, &r));
+  cuda::CudaRunnerStats made;
+  TW_ASSERT_OK(cuda::CudaStats(r.get(), &made));
+  EXPECT_EQ(made.graphs, 7) << "buckets 1, 2, 4, 8, 16, 24, 32";
+  EXPECT_EQ(made.captures, 7);
+  EXPECT_EQ(made.replays, 0);
+#if defined(TW_CUDA_EMULATOR)
+  const cudaemu::Counters after_make = cudaemu::GetCounters();
+  EXPECT_EQ(after_make.captures - before.captures, 7);
+  EXPECT_EQ(after_make.live_graph_execs - before.live_graph_execs, 7);
+#endif
+  std::vector<Seq> seqs(32);
+  for (int i = 0; i < 32; i++) {
+    seqs[i].prompt = {static_cast<int32_t>(100 + i), 7, 9};
+    for (int b = 0; b < 8; b++) seqs[i].table.push_back(i * 8 + b);
+    engine::SeqView v = seqs[i].Prefill();
+    engine::SampledToken t;
+    TW_ASSERT_OK(r->Prefill(&v, 1, &t));
+    seqs[i].cached = 3;
+    seqs[i].last = t.id;
+    seqs[i].produced = 1;
+  }
+  int steps = 0;
+  for (int batch : {1, 3, 8, 17, 32}) {
+    std::vector<engine::SeqView> views;
+    for (int i = 0; i < batch; i++) views.push_back(seqs[i].Decode());
+    std::vector<engine::SampledToken> toks(views.size());
+    TW_ASSERT_OK(r->Decode(views.data(), batch, toks.data()));
+    steps++;
+  }
+  cuda::CudaRunnerStats served;
+  TW_ASSERT_OK(cuda::CudaStats(r.get(), &served));
+  EXPECT_EQ(served.captures, 7) << "no capture while serving";
+  EXPECT_EQ(served.replays, steps);
+#if defined(TW_CUDA_EMULATOR)
+  const cudaemu::Counters after = cudaemu::GetCounters();
+  EXPECT_EQ(after.captures, after_make.captures);
+  EXPECT_EQ(after.graph_launches - after_make.graph_launches, steps);
+  r.reset();
+  EXPECT_EQ(cudaemu::GetCounters().live_graph_execs, before.live_graph_execs) << "the runner destroys its graphs";
+#endif
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -245,6 +246,28 @@ TEST(GemmLayout, Tf32RoundingIsToNearestTiesAwayWithThirteenZeroBits) {
     ASSERT_EQ(big, r);
     ASSERT_LE(std::fabs(static_cast<double>(v) - big - small), std::ldexp(std::fabs(v), -22));
   }
+}
+
+// A NaN stays a NaN whatever its bits: adding the rounding bit to a NaN
+// whose low mantissa bits are set carries into the sign and exponent
+// (0x7fffffff, the GPU's canonical NaN, became -0) or, masked, leaves an
+// infinity (0x7f800001 became +inf). Infinities stay infinities.
+TEST(GemmLayout, Tf32RoundingKeepsNansAndInfinities) {
+  for (uint32_t bits : {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0xff800001u, 0x7fc00000u, 0xffc00000u, 0x7f801fffu}) {
+    const float nan = std::bit_cast<float>(bits);
+    EXPECT_TRUE(std::isnan(RoundToTf32(nan))) << std::hex << bits;
+    EXPECT_EQ(std::bit_cast<uint32_t>(RoundToTf32(nan)) & 0x1FFFu, 0u) << std::hex << bits;
+    EXPECT_EQ(std::signbit(RoundToTf32(nan)), std::signbit(nan)) << std::hex << bits;
+    float big = 0, small = 0;
+    SplitTf32(nan, &big, &small);
+    EXPECT_TRUE(std::isnan(big)) << std::hex << bits;
+    EXPECT_TRUE(std::isnan(small)) << std::hex << bits;
+    const float x[2] = {1.0f, nan}, w[2] = {0.5f, 0.25f};
+    EXPECT_TRUE(std::isnan(Emulate3xTf32Dot(x, w, 1, 2))) << std::hex << bits;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(RoundToTf32(inf), inf);
+  EXPECT_EQ(RoundToTf32(-inf), -inf);
 }
 
 TEST(GemmLayout, ThreeTf32ProductsKeepFp32AccuracyAtGpt2Lengths) {
