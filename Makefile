@@ -97,7 +97,21 @@ layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$
 # this order with no link group, so an include cycle fails the link.
 LAYER_ORDER := api client web ws cuda kernels model engine backend http sse stream tokenizer cpu net json common
 LAYERS   := $(LAYER_ORDER)
-LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(call layer_srcs,$(l)),$(BUILD)/lib/$(l).a))
+# The CPU emulator's build (CUDA=emu; make test-gpu-emu) compiles only what
+# differs from the plain build -- kernels/ (the .cu files, as C++ against
+# tests/cudaemu), src/cuda/ (the CUDA runner), tests/gpu/ and tests/cudaemu/
+# -- and links the plain build's archives and objects for everything else:
+# no source outside those folders tests TW_CUDA_EMULATOR, so they compile to
+# the same code. PLAIN_BUILD is where those shared parts live.
+ifeq ($(CUDA),emu)
+  PLAIN_BUILD := build
+  OWN_LAYERS  := cuda kernels
+else
+  PLAIN_BUILD := $(BUILD)
+  OWN_LAYERS  := $(LAYERS)
+endif
+layer_lib = $(if $(filter $(OWN_LAYERS),$(1)),$(BUILD),$(PLAIN_BUILD))/lib/$(1).a
+LAYER_LIBS := $(foreach l,$(LAYERS),$(if $(call layer_srcs,$(l)),$(call layer_lib,$(l))))
 # The emulator build links the CUDA-on-CPU runtime (tests/cudaemu) last: the
 # kernels layer calls it.
 EMU_LIB  := $(if $(filter emu,$(CUDA)),$(BUILD)/lib/cudaemu.a)
@@ -106,7 +120,7 @@ LIBS_GROUP := $(LAYER_LIBS) $(EMU_LIB)
 TEST_DIRS := $(sort $(filter-out support data fuzz gpu interop cudaemu,$(notdir $(wildcard tests/*))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*_test.cc),$(BUILD)/tests/$(d)_tests))
 SUPPORT_SRCS := $(wildcard tests/support/*.cc)
-SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(BUILD)/obj/%.o)
+SUPPORT_OBJS := $(SUPPORT_SRCS:%.cc=$(PLAIN_BUILD)/obj/%.o)
 
 # GoogleTest: Debian's libgtest-dev, or GTEST_DIR=<dir with include/ and lib/>
 # (bench/gpu/run.sh builds one from source on a machine without it).
@@ -126,6 +140,7 @@ endif
 # the load generators' event loop) as $(BENCH_LIB); the client tests link it
 # to check the charts.
 include bench/lib/bench.mk
+PLAIN_BENCH_LIB := $(patsubst $(BUILD)/%,$(PLAIN_BUILD)/%,$(BENCH_LIB))
 # The CUDA kernels, their dev programs and the GPU tests (CUDA=1 builds).
 include kernels/kernels.mk
 ifeq ($(CUDA),1)
@@ -148,14 +163,14 @@ $(BUILD)/lib/$(1).a: $(call layer_objs,$(1))
 	@rm -f $$@
 	$$(call quiet,AR,$$@)ar rcs $$@ $$^
 endef
-$(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
+$(foreach l,$(OWN_LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
 # ---- binaries ----------------------------------------------------------------
 
-$(BUILD)/tokenwire: $(BUILD)/obj/src/main.o $(LAYER_LIBS) $(EMU_LIB)
+$(BUILD)/tokenwire: $(PLAIN_BUILD)/obj/src/main.o $(LAYER_LIBS) $(EMU_LIB)
 	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $< $(LIBS_GROUP) $(LDFLAGS)
 
-$(BUILD)/weights_tool: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS) $(EMU_LIB)
+$(BUILD)/weights_tool: $(patsubst %.cc,$(PLAIN_BUILD)/obj/%.o,$(wildcard weights_tool/*.cc)) $(LAYER_LIBS) $(EMU_LIB)
 	$(call quiet,LD,$@)$(CXX) $(STATIC) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
 
 # ---- tests -------------------------------------------------------------------
@@ -164,9 +179,9 @@ gtest-check:
 	  echo "GoogleTest is missing: apt-get install -y libgtest-dev"; exit 1; fi
 
 define TEST_RULE
-$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(EMU_LIB) $(BENCH_LIB) | gtest-check
+$(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(PLAIN_BUILD)/obj/%.o,$(wildcard tests/$(1)/*.cc)) $(SUPPORT_OBJS) $(LAYER_LIBS) $(EMU_LIB) $(PLAIN_BENCH_LIB) | gtest-check
 	@mkdir -p $$(dir $$@)
-	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(BENCH_LIB) $(LIBS_GROUP) $(GTEST_LINK) $(LDFLAGS)
+	$$(call quiet,LD,$$@)$(CXX) -o $$@ $$(filter %.o,$$^) $(PLAIN_BENCH_LIB) $(LIBS_GROUP) $(GTEST_LINK) $(LDFLAGS)
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
 
@@ -204,6 +219,27 @@ test-gpu: $(GPU_TEST_BIN) $(BUILD)/tokenwire $(BUILD)/tests/engine_tests
 else
 test-gpu:
 	$(MAKE) CUDA=1 test-gpu
+endif
+
+# ---- the CUDA code on the CPU emulator (tests/cudaemu) ----------------------
+# make test-gpu-emu: the plain build's layers and objects, then the emulator
+# build (build/emu), then tests/cudaemu/run.sh: the emulator's own suite,
+# tests/gpu at CI shapes, the kernels/dev checkers, the engine suites on the
+# CUDA runner and the server over HTTP, all on the CPU (no GPU involved).
+.PHONY: test-gpu-emu
+ifeq ($(CUDA),emu)
+test-gpu-emu: $(EMU_TEST_BIN) $(GPU_TEST_BIN) $(BUILD)/tests/engine_tests $(BUILD)/tokenwire $(KERNEL_DEV_BINS)
+	bash tests/cudaemu/run.sh $(BUILD)
+
+# The plain build's parts are made by a plain make (make test-gpu-emu runs one first).
+$(PLAIN_BUILD)/%:
+	@echo "$@ is missing or older than its sources: the emulator build links the plain build's layers;"; \
+	 echo "run make test-gpu-emu, or make with no CUDA= first"; exit 1
+else
+test-gpu-emu: $(LAYER_LIBS) $(SUPPORT_OBJS) $(BENCH_LIB) $(BUILD)/obj/src/main.o \
+              $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard tests/engine/*.cc))
+	@if [ "$(BUILD)" != build ]; then echo "make test-gpu-emu takes no SAN= or CUDA= (it builds on the plain build)"; exit 1; fi
+	$(MAKE) CUDA=emu test-gpu-emu
 endif
 
 # The GoogleTest source bench/gpu/run.sh builds on a GPU machine that has

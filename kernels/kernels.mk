@@ -58,14 +58,14 @@ $(EMU_LIB): $(EMU_LIB_OBJS)
 	@rm -f $@
 	$(call quiet,AR,$@)ar rcs $@ $^
 
-$(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(BUILD)/lib/common.a $(EMU_LIB)
+$(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(call layer_lib,common) $(EMU_LIB)
 	@mkdir -p $(dir $@)
-	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) -o $@ $< -x none $(KERNEL_LIB) $(BUILD)/lib/common.a $(EMU_LIB)
+	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) -o $@ $< -x none $(KERNEL_LIB) $(call layer_lib,common) $(EMU_LIB)
 
 $(EMU_TEST_BIN): $(patsubst %.cu,$(BUILD)/obj/%.o,$(wildcard tests/cudaemu/*_test.cu)) $(KERNEL_LIB) \
-                 $(BUILD)/lib/common.a $(EMU_LIB) | gtest-check
+                 $(call layer_lib,common) $(EMU_LIB) | gtest-check
 	@mkdir -p $(dir $@)
-	$(call quiet,LD,$@)$(CXX) -o $@ $(filter %.o,$^) $(KERNEL_LIB) $(BUILD)/lib/common.a $(EMU_LIB) $(GTEST_LINK) $(LDFLAGS)
+	$(call quiet,LD,$@)$(CXX) -o $@ $(filter %.o,$^) $(KERNEL_LIB) $(call layer_lib,common) $(EMU_LIB) $(GTEST_LINK) $(LDFLAGS)
 else
 $(BUILD)/obj/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)

@@ -8,12 +8,10 @@
 // answers: /readyz 503, /healthz 200, new streams 503 shutting_down.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +19,7 @@
 #include "client/http_client.h"
 #include "client/sse_client.h"
 #include "json/json.h"
+#include "support/server_child.h"
 #include "support/ws_test_client.h"
 
 namespace tw {
@@ -28,76 +27,7 @@ namespace {
 
 using ws::testing::WsTestClient;
 
-// build/tokenwire beside this test binary (build/tests/api_tests, or the
-// sanitizer builds' build/asan/..., build/tsan/...).
-std::string ServerBinary() {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "build/tokenwire";
-  std::string p(self, static_cast<size_t>(n));
-  p = p.substr(0, p.rfind('/'));  // .../tests
-  return p.substr(0, p.rfind('/')) + "/tokenwire";
-}
-
-class ServerChild {
- public:
-  explicit ServerChild(std::vector<std::string> flags) {
-    log_ = "/tmp/tw_signal_test_" + std::to_string(::getpid()) + ".log";
-    std::vector<std::string> args = {ServerBinary(), "serve", "--port", "0"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      FILE* f = std::fopen(log_.c_str(), "w");
-      if (f != nullptr) {
-        ::dup2(fileno(f), 1);
-        ::dup2(fileno(f), 2);
-      }
-      ::execv(argv[0], argv.data());
-      std::_Exit(127);
-    }
-    for (int i = 0; i < 500 && port_ == 0; i++) {
-      std::ifstream in(log_);
-      std::string line;
-      while (std::getline(in, line)) {
-        size_t at = line.find("listening on ");
-        if (at != std::string::npos) port_ = static_cast<uint16_t>(std::atoi(line.c_str() + line.rfind(':') + 1));
-      }
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  ~ServerChild() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::unlink(log_.c_str());
-  }
-  uint16_t port() const { return port_; }
-  // Waits up to `ms` for the child; its exit code, or -1 (still running or
-  // killed by a signal: *signal says which).
-  int Wait(int ms, int* signal) {
-    *signal = 0;
-    for (int i = 0; i < ms / 10; i++) {
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        if (WIFSIGNALED(st)) *signal = WTERMSIG(st);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  uint16_t port_ = 0;
-  std::string log_;
-};
+using testing::ServerChild;
 
 // `clients` streams of `tokens` tokens on the server; once the last client
 // has its start event, SIGTERM to the process. Every stream still running

@@ -6,6 +6,13 @@
 // edge shapes (K, N not multiples of the tile, empty warps, empty panels,
 // ragged row tiles); split-K counters left at zero, graph replay, refusals.
 //
+// CI shapes (TW_GPU_TEST_SHAPES=ci, gpu_test_util.h): the tiny model's
+// matrices (their LM head at the full vocabulary) and a 128-wide model's
+// instead of GPT-2 small's, batch sizes up to 65 (three row tiles), the edge
+// shapes' widest N 4099 (a partial panel and a group of one panel) instead
+// of 50257, and K = 1024 where a test needs many splits. Every plan still
+// covers both paths, split-K (up to 16 splits) and the ragged tiles.
+//
 // Inputs: x in [-1, 1), W and bias in [-0.1, 0.1) (GPT-2's weight scale),
 // y0 (the residual, for kAccumulate) in [-1, 1); never zero. Outputs are
 // poisoned (NaN) before every call. Tolerances, |got - ref| <= atol + rtol |ref|
@@ -42,6 +49,12 @@ using testing::RandomVector;
 
 constexpr int kMaxRows = 257;
 constexpr int kBatchSizes[] = {1, 2, 7, 8, 31, 32, 33, 200, 257};
+constexpr int kCiBatchSizes[] = {1, 7, 32, 33, 65};
+
+std::vector<int> BatchSizes() {
+  if (testing::CiShapes()) return std::vector<int>(std::begin(kCiBatchSizes), std::end(kCiBatchSizes));
+  return std::vector<int>(std::begin(kBatchSizes), std::end(kBatchSizes));
+}
 constexpr GemmPrecision kPrecisions[] = {GemmPrecision::kFp32, GemmPrecision::k3xTf32};
 constexpr GemmEpilogue kEpilogues[] = {GemmEpilogue::kStore, GemmEpilogue::kGelu, GemmEpilogue::kAccumulate};
 
@@ -208,19 +221,25 @@ std::vector<HostMatrix> ModelMatrices(const std::string& model, int C, uint64_t 
 TEST(GemmKernel, EveryGpt2MatrixMatchesTheCpuReferenceAtEveryBatchSize) {
   TW_REQUIRE_GPU();
   GemmRunner runner;
-  for (const auto& [model, C] : {std::pair<std::string, int>{"gpt2", 768}, {"tiny", 64}}) {
+  const std::vector<int> batches = BatchSizes();
+  const int max_rows = batches.back();
+  using Model = std::pair<std::string, int>;
+  const std::vector<Model> models =
+      testing::CiShapes() ? std::vector<Model>{{"tiny", 64}, {"c128", 128}} : std::vector<Model>{{"gpt2", 768}, {"tiny", 64}};
+  for (const auto& [model, C] : models) {
     for (const HostMatrix& m : ModelMatrices(model, C, C)) {
+      if (testing::CiShapes() && model == "c128" && m.N == 50257) continue;  // the tiny model's LM head suffices
       const DeviceMatrix dm(m);
-      const std::vector<float> x = RandomVector(static_cast<size_t>(kMaxRows) * m.K, 100 + m.K + m.N);
-      const std::vector<float> y0 = RandomVector(static_cast<size_t>(kMaxRows) * m.N, 200 + m.K + m.N);
-      const std::vector<double> dot = ReferenceDots(m, x, kMaxRows);
+      const std::vector<float> x = RandomVector(static_cast<size_t>(max_rows) * m.K, 100 + m.K + m.N);
+      const std::vector<float> y0 = RandomVector(static_cast<size_t>(max_rows) * m.N, 200 + m.K + m.N);
+      const std::vector<double> dot = ReferenceDots(m, x, max_rows);
       const DeviceVector<float> dx(x);
-      DeviceVector<float> dy(static_cast<size_t>(kMaxRows) * m.N);
+      DeviceVector<float> dy(static_cast<size_t>(max_rows) * m.N);
       for (GemmPrecision prec : kPrecisions) {
         const GemmPlan plan = kernels::MakeGemmPlan(m.K, m.N, Sms(), prec);
         for (GemmEpilogue e : kEpilogues) {
-          const std::vector<float> want_all = Expected(m, dot, kMaxRows, e, y0);
-          for (int M : kBatchSizes) {
+          const std::vector<float> want_all = Expected(m, dot, max_rows, e, y0);
+          for (int M : batches) {
             SCOPED_TRACE(Describe(m, plan, M, e));
             const size_t n = static_cast<size_t>(M) * m.N;
             TW_ASSERT_OK(PrepareY(dy.get(), y0, n, e));
@@ -297,9 +316,11 @@ TEST(GemmKernel, Fp32PathIsBitForBitItsDocumentedOperationOrder) {
   struct Case {
     int K, N, P, KW;  // P = 0: the server's plan
   };
-  const Case cases[] = {{768, 2304, 0, 0}, {3072, 768, 0, 0}, {768, 768, 0, 0}, {64, 256, 0, 0},
-                        {256, 64, 0, 0},   {100, 33, 1, 1},   {100, 33, 8, 8},   {257, 130, 4, 2},
-                        {9, 17, 2, 4}};
+  const std::vector<Case> gpt2 = {{768, 2304, 0, 0}, {3072, 768, 0, 0}, {768, 768, 0, 0}};
+  const std::vector<Case> ci = {{128, 384, 0, 0}, {1024, 256, 0, 0}, {1024, 256, 2, 8}};
+  std::vector<Case> cases = {{64, 256, 0, 0}, {256, 64, 0, 0}, {100, 33, 1, 1}, {100, 33, 8, 8}, {257, 130, 4, 2},
+                             {9, 17, 2, 4}};
+  cases.insert(cases.begin(), testing::CiShapes() ? ci.begin() : gpt2.begin(), testing::CiShapes() ? ci.end() : gpt2.end());
   for (const Case& c : cases) {
     const HostMatrix m = MakeMatrix("emulated", c.K, c.N, false, true, 31 + c.K);
     const DeviceMatrix dm(m);
@@ -323,14 +344,21 @@ TEST(GemmKernel, RowsAreBitwiseIndependentOfTheBatchAroundThem) {
   TW_REQUIRE_GPU();
   GemmRunner runner;
   std::vector<HostMatrix> mats;
-  mats.push_back(MakeMatrix("gpt2 c_attn", 768, 2304, false, true, 51));
-  mats.push_back(MakeMatrix("gpt2 mlp.c_proj", 3072, 768, false, true, 52));
-  mats.push_back(MakeMatrix("gpt2 lm_head", 768, 50257, true, false, 53));
+  if (testing::CiShapes()) {  // GPT-2's matrices at width 128, the LM head at 4099 columns
+    mats.push_back(MakeMatrix("c128 c_attn", 128, 384, false, true, 51));
+    mats.push_back(MakeMatrix("c128 mlp.c_proj", 512, 128, false, true, 52));
+    mats.push_back(MakeMatrix("lm_head 4099", 64, 4099, true, false, 53));
+  } else {
+    mats.push_back(MakeMatrix("gpt2 c_attn", 768, 2304, false, true, 51));
+    mats.push_back(MakeMatrix("gpt2 mlp.c_proj", 3072, 768, false, true, 52));
+    mats.push_back(MakeMatrix("gpt2 lm_head", 768, 50257, true, false, 53));
+  }
   mats.push_back(MakeMatrix("tiny mlp.c_fc", 64, 256, false, true, 54));
   mats.push_back(MakeMatrix("tiny mlp.c_proj", 256, 64, false, true, 55));
-  constexpr int kBatch = 32, kBig = 200;
+  constexpr int kBatch = 32;
+  const int kBig = testing::CiShapes() ? 100 : 200;
   // Row r of the 32-row batch sits at row Pos(r) of the 200-row batch.
-  auto pos = [](int r) { return (r * 37 + 11) % kBig; };
+  auto pos = [&](int r) { return (r * 37 + 11) % kBig; };
   for (const HostMatrix& m : mats) {
     const DeviceMatrix dm(m);
     const size_t K = m.K, N = m.N;
@@ -355,7 +383,7 @@ TEST(GemmKernel, RowsAreBitwiseIndependentOfTheBatchAroundThem) {
         for (int r = 0; r < kBatch; ++r) {
           const std::vector<float> ra(a.begin() + r * N, a.begin() + (r + 1) * N);
           const std::vector<float> rb(b.begin() + pos(r) * N, b.begin() + (pos(r) + 1) * N);
-          EXPECT_EQ(BitwiseDiff(ra, rb), "") << "row " << r << " of 32 vs row " << pos(r) << " of 200";
+          EXPECT_EQ(BitwiseDiff(ra, rb), "") << "row " << r << " of 32 vs row " << pos(r) << " of " << kBig;
         }
         for (int r : {0, 5, 8, 31}) {
           const std::vector<float> y1(ya.begin() + r * N, ya.begin() + (r + 1) * N);
@@ -375,8 +403,10 @@ TEST(GemmKernel, EveryTilingHandlesEdgeShapesAndRaggedTiles) {
   // K, N: 1; below, at and above a fragment (8) and a panel (16); K = 100
   // leaves a short last split and idle warps; N = 130 and 50257 leave
   // partial panels and empty panels in a group.
-  const int shapes[][2] = {{1, 1}, {7, 5}, {8, 16}, {9, 17}, {100, 33}, {257, 130}, {64, 50257}};
-  for (const auto& s : shapes) {
+  std::vector<std::pair<int, int>> shapes = {{1, 1}, {7, 5}, {8, 16}, {9, 17}, {100, 33}, {257, 130}};
+  shapes.emplace_back(64, testing::CiShapes() ? 4099 : 50257);
+  for (const auto& [K, N] : shapes) {
+    const int s[2] = {K, N};
     const HostMatrix m = MakeMatrix("edge", s[0], s[1], false, true, 71 + s[0] * 7 + s[1]);
     const DeviceMatrix dm(m);
     constexpr int kRows = 65;  // 3 row tiles, the last with one row
@@ -412,7 +442,8 @@ TEST(GemmKernel, EveryTilingHandlesEdgeShapesAndRaggedTiles) {
 TEST(GemmKernel, SplitCallsRepeatBitForBitAndLeaveTheCountersAtZero) {
   TW_REQUIRE_GPU();
   GemmRunner runner;
-  const HostMatrix m = MakeMatrix("gpt2 mlp.c_proj", 3072, 768, false, true, 91);
+  const HostMatrix m = testing::CiShapes() ? MakeMatrix("c256 mlp.c_proj", 1024, 256, false, true, 91)
+                                           : MakeMatrix("gpt2 mlp.c_proj", 3072, 768, false, true, 91);
   const DeviceMatrix dm(m);
   const int M = 33;
   const std::vector<float> x = RandomVector(static_cast<size_t>(M) * m.K, 92);
@@ -440,17 +471,18 @@ TEST(GemmKernel, GraphReplayGivesTheSameBitsAsDirectCalls) {
   TW_REQUIRE_GPU();
   TW_ASSERT_OK(GemmInit());  // before any capture
   GemmRunner runner;
-  const HostMatrix fc = MakeMatrix("gpt2 mlp.c_fc", 768, 3072, false, true, 101);
-  const HostMatrix proj = MakeMatrix("gpt2 mlp.c_proj", 3072, 768, false, true, 102);
+  const int C = testing::CiShapes() ? 256 : 768;
+  const HostMatrix fc = MakeMatrix("mlp.c_fc", C, 4 * C, false, true, 101);
+  const HostMatrix proj = MakeMatrix("mlp.c_proj", 4 * C, C, false, true, 102);
   const DeviceMatrix dfc(fc), dproj(proj);
   const int M = 8;
-  const std::vector<float> x = RandomVector(static_cast<size_t>(M) * 768, 103);
-  const std::vector<float> res = RandomVector(static_cast<size_t>(M) * 768, 104);
+  const std::vector<float> x = RandomVector(static_cast<size_t>(M) * C, 103);
+  const std::vector<float> res = RandomVector(static_cast<size_t>(M) * C, 104);
   const DeviceVector<float> dx(x);
-  DeviceVector<float> h(static_cast<size_t>(M) * 3072), y(static_cast<size_t>(M) * 768);
+  DeviceVector<float> h(static_cast<size_t>(M) * 4 * C), y(static_cast<size_t>(M) * C);
   for (GemmPrecision prec : kPrecisions) {
     SCOPED_TRACE(kernels::GemmPrecisionName(prec));
-    const GemmPlan pfc = kernels::MakeGemmPlan(768, 3072, Sms(), prec), pproj = kernels::MakeGemmPlan(3072, 768, Sms(), prec);
+    const GemmPlan pfc = kernels::MakeGemmPlan(C, 4 * C, Sms(), prec), pproj = kernels::MakeGemmPlan(4 * C, C, Sms(), prec);
     // The MLP: h = gelu(x W_fc + b), y += h W_proj + b; directly, then as a graph.
     TW_ASSERT_OK(kernels::CopyToDevice(y.get(), res.data(), res.size() * sizeof(float)));
     TW_ASSERT_OK(runner.Run(pfc, dfc, dx.get(), M, h.get(), GemmEpilogue::kGelu));

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,18 @@
   } while (0)
 
 namespace tw::testing {
+
+// The suites' sizes. "full" (the default, for a GPU) runs GPT-2 small's
+// matrices, contexts up to 1024 and the 50,257-token vocabulary wherever a
+// test is about them. "ci" (TW_GPU_TEST_SHAPES=ci, which make test-gpu-emu
+// sets: the CPU emulator runs a kernel about 10^5 times slower than a GPU)
+// keeps every property and every code path (both matmul paths, split-K,
+// ragged tiles and panels, chunk boundaries, empty chunks, the sampler's
+// tiles and ties) on smaller shapes; each test says what it shrinks.
+inline bool CiShapes() {
+  const char* s = std::getenv("TW_GPU_TEST_SHAPES");
+  return s != nullptr && std::string(s) == "ci";
+}
 
 // A device copy of a host vector (or `n` poisoned elements: 0xFF bytes,
 // NaN for floats), freed on destruction.
