@@ -25,9 +25,17 @@ inline uint64_t Mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
+// The scheduler draws one number per switch: xorshift64* (Vigna), seeded
+// through Mix so that nearby seeds give unrelated sequences.
 struct Rng {
+  explicit Rng(uint64_t seed) : state(Mix(seed) | 1) {}
   uint64_t state;
-  uint64_t Next() { return Mix(state++); }
+  uint64_t Next() {
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 0x2545F4914F6CDD1Dull;
+  }
   uint32_t Below(uint32_t n) { return static_cast<uint32_t>((Next() >> 32) * n >> 32); }
 };
 // Overwrites [p, p + bytes) with bytes drawn from `rng`.

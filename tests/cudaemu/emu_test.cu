@@ -245,7 +245,7 @@ TEST(EmulatorDeathTest, AMaskNamingExitedLanesAborts) {
         Launch<ShuffleNamesExitedLanes>(1, 32, 0, nullptr, d);
         (void)cudaDeviceSynchronize();
       },
-      "__shfl_xor_sync with mask 0xffffffff in warp 0 names lanes? [0-9-]+, which (have exited|exits while)(.|\n)*"
+      "__shfl_xor_sync with mask 0xffffffff in warp 0 names lanes? [0-9, -]+, which (have exited|exits while)(.|\n)*"
       "ShuffleNamesExitedLanes, block \\(0, 0, 0\\), thread \\(");
   CUDA_OK(cudaFree(d));
 }

@@ -66,6 +66,8 @@ const char* CollName(Coll c) {
   return "?";
 }
 
+// What the scheduler touches at every switch, kept small (the inline PTX's
+// state is in g_ptx, beside it).
 struct Thread {
   ThreadView view;
   int tid = 0, lane = 0, warp = 0;
@@ -78,7 +80,6 @@ struct Thread {
   int arg = 0, width = 32;
   uint64_t out = 0;
   int pred = 0;  // __syncthreads_count's argument, then its result
-  PtxThreadState ptx;
 };
 
 // Lanes of one warp waiting in one collective.
@@ -113,6 +114,7 @@ struct Block {
 // time: runtime.cc holds its lock around RunKernel).
 Block g_b;
 std::vector<Thread> g_threads;
+std::vector<PtxThreadState> g_ptx;  // g_ptx[tid]: thread tid's cp.async groups and mma fragments
 std::vector<Stack> g_stacks;
 Thread* g_t = nullptr;  // the running fiber's thread, or null
 void* g_sched_sp = nullptr;  // the host thread's context while a block runs
@@ -228,7 +230,7 @@ void CompleteRound(int warp, const Round& r) {
   const int base = warp * 32;
   if (r.kind == Coll::kMma) {
     PtxThreadState* lanes[32];
-    for (int l = 0; l < 32; ++l) lanes[l] = &LaneThread(warp, l).ptx;
+    for (int l = 0; l < 32; ++l) lanes[l] = &g_ptx[static_cast<size_t>(warp * 32 + l)];
     MmaM16N8K8Tf32(lanes);
   } else if (r.kind == Coll::kBallot) {
     unsigned ballot = 0;
@@ -338,7 +340,7 @@ uint64_t Collective(Coll kind, unsigned mask, uint64_t in, int arg, int width) {
 
 [[noreturn]] void ThreadExit() {
   Thread& t = *g_t;
-  DropAsyncCopies(t.ptx);
+  DropAsyncCopies(g_ptx[static_cast<size_t>(t.tid)]);
   Warp& w = g_b.warps[static_cast<size_t>(t.warp)];
   const unsigned bit = 1u << t.lane;
   for (int i = 0; i < w.nrounds; ++i) {
@@ -442,8 +444,8 @@ void RunBlock(const KernelCall& call, const uint3& idx, Rng& rng) {
   for (int i = 0; i < g_b.nthreads; ++i) {
     Thread& t = g_threads[static_cast<size_t>(i)];
     t.wait = Wait::kRunnable;
-    t.ptx.uncommitted.clear();
-    t.ptx.groups.clear();
+    g_ptx[static_cast<size_t>(i)].uncommitted.clear();
+    g_ptx[static_cast<size_t>(i)].groups.clear();
     t.sp = PrepareStack(g_stacks[static_cast<size_t>(i)], &FiberEntry);
     g_b.runnable.push_back(i);
   }
@@ -479,7 +481,10 @@ void RunKernel(const KernelCall& call, uint64_t seed) {
   if (nblocks > (uint64_t{1} << 26)) Fatal("kernel %s: %llu blocks is more than the emulator runs", call.name,
                                           static_cast<unsigned long long>(nblocks));
   while (g_stacks.size() < static_cast<size_t>(nthreads)) g_stacks.push_back(NewStack(g_stack_bytes));
-  if (g_threads.size() < static_cast<size_t>(nthreads)) g_threads.resize(static_cast<size_t>(nthreads));
+  if (g_threads.size() < static_cast<size_t>(nthreads)) {
+    g_threads.resize(static_cast<size_t>(nthreads));
+    g_ptx.resize(static_cast<size_t>(nthreads));
+  }
   g_b.call = &call;
   g_b.nthreads = nthreads;
   g_b.view.dim = call.block;
@@ -563,7 +568,7 @@ void WarpMma(const char*) {
 
 PtxThreadState& CurrentPtxState() {
   if (g_t == nullptr) Fatal("inline PTX outside a kernel");
-  return g_t->ptx;
+  return g_ptx[static_cast<size_t>(g_t->tid)];
 }
 
 size_t SharedOffset(const void* p) {

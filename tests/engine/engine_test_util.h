@@ -134,8 +134,18 @@ inline Outcome Read(const stream::Stream& s) {
   return o;
 }
 
+// TW_TEST_TIMEOUT_SCALE (default 1) multiplies every wait's bound: the CUDA
+// runner on the CPU emulator (make test-gpu-emu) takes a fraction of a second
+// per step where the CPU runner takes a millisecond. Bounds only: no test
+// waits for a time to pass.
+inline int TimeoutScale() {
+  const char* s = std::getenv("TW_TEST_TIMEOUT_SCALE");
+  const int v = s != nullptr ? std::atoi(s) : 1;
+  return v > 0 ? v : 1;
+}
+
 inline bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 20000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t{timeout_ms} * TimeoutScale());
   while (!pred()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
