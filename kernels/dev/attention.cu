@@ -1,7 +1,7 @@
 // Paged attention, development versions (llm.c's dev/cuda way).
 //
 //   make CUDA=1 build/cuda/dev/attention
-//   build/cuda/dev/attention [version] [--no-timing]     (version 1..4; all when omitted)
+//   build/cuda/dev/attention [1|2|3|4] [--no-timing]     (no version: all)
 //
 // Decode attention over the paged KV cache: B rows, row b attends its
 // lens[b] keys, read in place through its block table. Every version is
@@ -13,6 +13,18 @@
 // head_dim 64, 16-token blocks) at B = 1, 8, 32 and contexts 200 and 1024,
 // one timed run = the 12 layers' launches, the L2 flushed before each.
 // The shipped PrefillAttention and AppendKv are validated and timed too.
+// --no-timing: the validations only (the GPT-2 shapes' included).
+//
+// TW_GPU_TEST_SHAPES=ci (validation only, for the CPU emulator): head_dim
+// 64 at 3 heads instead of 12 and contexts up to 384 keys (3 chunks)
+// instead of 1024 (8): lengths 1, 15, 16, 17, 127, 128, 129, 256, 300, 384
+// at block sizes 1, 16 and 32 (multiples of the chunk and of the blocks,
+// chunk + 1, empty chunks behind short rows), 1, 255, 256, 257, 384 at
+// block size 256, 12 random lengths; head_dim 16 (4 heads) at the same
+// lengths; the tiny golden model, AppendKv and the multi-prompt prefill as
+// in the full run (at 3 heads where it has 12); the GPT-2 part at 3 heads,
+// B = 1 and 3, contexts 200 and 384, prefill of 64 rows at positions 0..
+// and 320.. (layers 0, 5 and 11 of 12, as in the full run).
 //
 // Floors (GPT-2 small, per decode step = 12 layers):
 //   bytes: the K and V of every context key, 12 layers x 2 x 768 floats =
@@ -323,7 +335,7 @@ const char* kVersionName[] = {"", "v1 whole context", "v2 chunks + merge", "v3 c
 
 // ---- validation ---------------------------------------------------------------
 struct ValidationCase {
-  const char* name;
+  std::string name;
   int n_head, hd, bs, max_context;
   std::vector<int> lens;
 };
@@ -332,7 +344,7 @@ struct ValidationCase {
 // reference, and v2 / v4 bit for bit against v3 (the shipped one).
 bool ValidateCase(const ValidationCase& c, const std::vector<int>& versions, uint64_t seed) {
   const int rows = static_cast<int>(c.lens.size()), C = c.n_head * c.hd, layer = 1;
-  std::printf("%s: %d rows, head_dim %d, %d heads, block_size %d\n", c.name, rows, c.hd, c.n_head, c.bs);
+  std::printf("%s: %d rows, head_dim %d, %d heads, block_size %d\n", c.name.c_str(), rows, c.hd, c.n_head, c.bs);
   Pool pool = MakePool(2, c.n_head, c.hd, c.bs, c.lens, c.lens, seed);
   const std::vector<float> qkv = RandomFloats(static_cast<size_t>(rows) * 3 * C, seed + 1);
   std::vector<int32_t> lens(c.lens.begin(), c.lens.end()), pos(rows);
@@ -505,20 +517,38 @@ void Time(const std::string& what, double bytes, double flops, const std::functi
   g_table.push_back({what, ms, bytes / (ms * 1e-3) / 1e9});
 }
 
-bool TimeGpt2(const std::vector<int>& versions, bool timing) {
-  const int n_layer = 12, n_head = 12, hd = 64, C = 768, bs = 16, max_b = 32, max_ctx = 1024;
-  // 32 sequences of 1024 hashed keys, room for one more token each (the
-  // append timing writes position 1024).
+// The GPT-2 runs of TimeGpt2: 12 layers of head_dim 64 in 16-token blocks,
+// `n_head` heads; decode at each batch size and context, prefill of `rows`
+// rows of one prompt at positions base.. for each base.
+struct Gpt2Shapes {
+  const char* name;
+  int n_head;
+  int max_b, max_ctx;  // the pool: max_b sequences of max_ctx keys (and room for one more)
+  std::vector<int> batches, contexts;
+  int prefill_rows;
+  std::vector<int> prefill_bases;
+};
+const Gpt2Shapes kGpt2 = {"GPT-2 small", 12, 32, 1024, {1, 8, 32}, {200, 1024}, 256, {0, 768}};
+// CI: 3 heads, batches of 1 and 3 (odd: the merge kernel's last block part
+// full), contexts of 2 and 3 chunks (the first with an empty third chunk),
+// 64 prefill rows (4 row tiles) at the start and reaching the last chunk.
+const Gpt2Shapes kCiGpt2 = {"GPT-2 small at 3 heads", 3, 3, 384, {1, 3}, {200, 384}, 64, {0, 320}};
+
+bool TimeGpt2(const Gpt2Shapes& g, const std::vector<int>& versions, bool timing) {
+  const int n_layer = 12, n_head = g.n_head, hd = 64, C = n_head * hd, bs = 16, max_b = g.max_b, max_ctx = g.max_ctx;
+  const int rows = g.prefill_rows;
+  // max_b sequences of max_ctx hashed keys, room for one more token each
+  // (the append timing writes position max_ctx).
   Pool pool = MakePool(n_layer, n_head, hd, bs, std::vector<int>(max_b, max_ctx + 1), std::vector<int>(max_b, max_ctx),
                        7);
-  const std::vector<float> qkv = RandomFloats(static_cast<size_t>(256) * 3 * C, 8);
+  const std::vector<float> qkv = RandomFloats(static_cast<size_t>(rows) * 3 * C, 8);
   float* qkv_d = ToDevice(qkv);
-  float* att = DeviceAlloc<float>(static_cast<size_t>(256) * C);
-  Work work = MakeWork(256, max_ctx, n_head, hd);
+  float* att = DeviceAlloc<float>(static_cast<size_t>(rows) * C);
+  Work work = MakeWork(rows, max_ctx, n_head, hd);
   bool ok = true;
-  std::printf("\nGPT-2 small decode, 12 layers per timed run:\n");
-  for (int ctx : {200, 1024}) {
-    for (int B : {1, 8, 32}) {
+  std::printf("\n%s decode, 12 layers per timed run:\n", g.name);
+  for (int ctx : g.contexts) {
+    for (int B : g.batches) {
       std::vector<int32_t> lens(B, ctx), pos(B, ctx - 1);
       int32_t* lens_d = ToDevice(lens);
       int32_t* pos_d = ToDevice(pos);
@@ -554,27 +584,28 @@ bool TimeGpt2(const std::vector<int>& versions, bool timing) {
       CUDA_CHECK(cudaFree(pos_d));
     }
   }
-  // Prefill of 256 rows of sequence 0: positions 0..255, then 768..1023.
-  std::printf("\nGPT-2 small prefill attention (256 rows of one prompt), 12 layers per timed run:\n");
+  // Prefill of `rows` rows of sequence 0 at positions base.. (GPT-2 small:
+  // 0..255, then 768..1023).
+  std::printf("\n%s prefill attention (%d rows of one prompt), 12 layers per timed run:\n", g.name, rows);
   const BlockTables bt{pool.tables_d, pool.n_seq, pool.stride};
-  for (int base : {0, 768}) {
-    std::vector<int32_t> pos(256), zeros(256, 0);
+  for (int base : g.prefill_bases) {
+    std::vector<int32_t> pos(rows), zeros(rows, 0);
     std::iota(pos.begin(), pos.end(), base);
     int32_t* pos_d = ToDevice(pos);
     int32_t* rt_d = ToDevice(zeros);
-    std::vector<float> ref(static_cast<size_t>(256) * C);
-    for (int r = 0; r < 256; r += 17) {  // every 17th row (and its heads)
+    std::vector<float> ref(static_cast<size_t>(rows) * C);
+    for (int r = 0; r < rows; r += 17) {  // every 17th row (and its heads)
       for (int h = 0; h < n_head; ++h)
         ReferenceRow(pool, 0, 5, h, pos[r] + 1, &qkv[static_cast<size_t>(r) * 3 * C + h * hd],
                      &ref[static_cast<size_t>(r) * C + h * hd]);
     }
     Poison(att, ref.size() * sizeof(float));
-    Check(kernels::PrefillAttention(qkv_d, 256, rt_d, pos_d, bt, pool.kv, 5, pool.d, work.ws, att, nullptr),
+    Check(kernels::PrefillAttention(qkv_d, rows, rt_d, pos_d, bt, pool.kv, 5, pool.d, work.ws, att, nullptr),
           "PrefillAttention");
     std::vector<float> got(ref.size());
     CUDA_CHECK(cudaMemcpy(got.data(), att, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
     std::vector<float> got_sub, ref_sub;
-    for (int r = 0; r < 256; r += 17) {
+    for (int r = 0; r < rows; r += 17) {
       got_sub.insert(got_sub.end(), got.begin() + static_cast<size_t>(r) * C, got.begin() + static_cast<size_t>(r + 1) * C);
       ref_sub.insert(ref_sub.end(), ref.begin() + static_cast<size_t>(r) * C, ref.begin() + static_cast<size_t>(r + 1) * C);
     }
@@ -583,14 +614,14 @@ bool TimeGpt2(const std::vector<int>& versions, bool timing) {
     ok &= Validate(name.c_str(), got_sub_d, ref_sub.data(), ref_sub.size(), 2e-6f, 1e-5f);
     CUDA_CHECK(cudaFree(got_sub_d));
     if (timing) {
-      const double bytes = static_cast<double>(base + 256) * n_layer * 2 * C * 4;  // each key read once at best
+      const double bytes = static_cast<double>(base + rows) * n_layer * 2 * C * 4;  // each key read once at best
       double keys = 0;
       for (int p : pos) keys += p + 1;
       char what[96];
-      std::snprintf(what, sizeof what, "prefill 256 rows at pos %4d..%4d", base, base + 255);
+      std::snprintf(what, sizeof what, "prefill %d rows at pos %4d..%4d", rows, base, base + rows - 1);
       Time(what, bytes, 4.0 * C * keys * n_layer, [&] {
         for (int layer = 0; layer < n_layer; ++layer) {
-          Check(kernels::PrefillAttention(qkv_d, 256, rt_d, pos_d, bt, pool.kv, layer, pool.d, work.ws, att, nullptr),
+          Check(kernels::PrefillAttention(qkv_d, rows, rt_d, pos_d, bt, pool.kv, layer, pool.d, work.ws, att, nullptr),
                 "PrefillAttention");
         }
       });
@@ -599,13 +630,13 @@ bool TimeGpt2(const std::vector<int>& versions, bool timing) {
     CUDA_CHECK(cudaFree(rt_d));
   }
   if (timing) {
-    // AppendKv of 32 rows (position 1024 of each sequence), 12 layers.
+    // AppendKv of max_b rows (position max_ctx of each sequence), 12 layers.
     std::printf("\nAppendKv, 12 layers per timed run:\n");
-    std::vector<int32_t> pos(32, max_ctx);
+    std::vector<int32_t> pos(max_b, max_ctx);
     int32_t* pos_d = ToDevice(pos);
-    Time("append B=32", 32.0 * 2 * C * 4 * 2 * n_layer, 0, [&] {
+    Time("append B=" + std::to_string(max_b), max_b * 2.0 * C * 4 * 2 * n_layer, 0, [&] {
       for (int layer = 0; layer < n_layer; ++layer) {
-        Check(kernels::AppendKv(qkv_d, 32, nullptr, pos_d, bt, pool.kv, layer, pool.d, nullptr), "AppendKv");
+        Check(kernels::AppendKv(qkv_d, max_b, nullptr, pos_d, bt, pool.kv, layer, pool.d, nullptr), "AppendKv");
       }
     });
     CUDA_CHECK(cudaFree(pos_d));
@@ -617,49 +648,53 @@ bool TimeGpt2(const std::vector<int>& versions, bool timing) {
   return ok;
 }
 
+// The validation cases at head_dim 64 (`heads` heads, contexts up to
+// max_ctx; GPT-2's in the full run) and 16, block sizes 1 to 256: lengths at
+// and around every block and chunk edge, random lengths, and the tiny golden
+// model's.
+std::vector<ValidationCase> Cases(bool ci, int heads, int max_ctx) {
+  const std::string hd64 = ci ? std::to_string(heads) + " heads of 64" : "GPT-2 heads";
+  const std::vector<int> edges = {1, 15, 16, 17, 127, 128, 129, 256, ci ? 300 : 1000, max_ctx};
+  std::vector<int> random(ci ? 12 : 40);
+  std::mt19937 gen(4);
+  for (int& l : random) l = 1 + static_cast<int>(gen() % max_ctx);
+  return {
+      {hd64 + ", block 16", heads, 64, 16, max_ctx, edges},
+      {hd64 + ", block 1", heads, 64, 1, max_ctx, edges},
+      {hd64 + ", block 32", heads, 64, 32, max_ctx, edges},
+      {hd64 + ", block 256", heads, 64, 256, max_ctx, {1, 255, 256, 257, max_ctx}},
+      {hd64 + ", " + std::to_string(random.size()) + " random lengths", heads, 64, 16, max_ctx, random},
+      {"head_dim 16, block 16", 4, 16, 16, max_ctx, edges},
+      {"tiny golden model (n_ctx 128)", 4, 16, 16, 128, {1, 15, 16, 17, 127, 128}},
+  };
+}
+
 int Main(int argc, char** argv) {
+  const Options opt = ParseOptions(argc, argv, {"1", "2", "3", "4"}, "only this version");
   std::vector<int> versions = {1, 2, 3, 4};
-  bool timing = true;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--no-timing") == 0) {
-      timing = false;
-    } else if (argv[i][0] >= '1' && argv[i][0] <= '4' && argv[i][1] == '\0') {
-      versions = {argv[i][0] - '0'};
-    } else {
-      std::fprintf(stderr, "usage: %s [version 1..4] [--no-timing]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!opt.only.empty()) versions = {std::stoi(opt.only)};
   int dev = 0;
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  if (timing) MeasuredCeilings();
+  if (opt.timing) MeasuredCeilings();
 
-  const std::vector<int> edges = {1, 15, 16, 17, 127, 128, 129, 256, 1000, 1024};
-  std::vector<int> forty(40);
-  std::mt19937 gen(4);
-  for (int& l : forty) l = 1 + static_cast<int>(gen() % 1024);
-  const std::vector<ValidationCase> cases = {
-      {"GPT-2 heads, block 16", 12, 64, 16, 1024, edges},
-      {"GPT-2 heads, block 1", 12, 64, 1, 1024, edges},
-      {"GPT-2 heads, block 32", 12, 64, 32, 1024, edges},
-      {"GPT-2 heads, block 256", 12, 64, 256, 1024, {1, 255, 256, 257, 1024}},
-      {"GPT-2 heads, 40 random lengths", 12, 64, 16, 1024, forty},
-      {"head_dim 16, block 16", 4, 16, 16, 1024, edges},
-      {"tiny golden model (n_ctx 128)", 4, 16, 16, 128, {1, 15, 16, 17, 127, 128}},
-  };
+  // head_dim 64's heads and the longest context: GPT-2 small's, or at CI
+  // shapes 3 heads (with an odd row count, the merge kernel's last block is
+  // part full: never so at 12 heads) and 3 chunks.
+  const bool ci = CiShapes();
+  const int heads = ci ? 3 : 12, max_ctx = ci ? 384 : 1024;
   bool ok = true;
   uint64_t seed = 100;
-  for (const ValidationCase& c : cases) ok &= ValidateCase(c, versions, seed++);
+  for (const ValidationCase& c : Cases(ci, heads, max_ctx)) ok &= ValidateCase(c, versions, seed++);
   std::printf("AppendKv and PrefillAttention:\n");
-  for (int bs : {1, 16, 32}) ok &= ValidateAppend(64, 12, bs, seed++);
+  for (int bs : {1, 16, 32}) ok &= ValidateAppend(64, heads, bs, seed++);
   ok &= ValidateAppend(16, 4, 16, seed++);
-  ok &= ValidatePrefill(64, 12, 16, 1024, seed++);
-  ok &= ValidatePrefill(64, 12, 1, 1024, seed++);
+  ok &= ValidatePrefill(64, heads, 16, max_ctx, seed++);
+  ok &= ValidatePrefill(64, heads, 1, max_ctx, seed++);
   ok &= ValidatePrefill(16, 4, 16, 128, seed++);
-  ok &= TimeGpt2(versions, timing);
+  ok &= TimeGpt2(ci ? kCiGpt2 : kGpt2, versions, opt.timing);
 
   if (!g_table.empty()) {
     const double copy = MeasuredCeilings().copy_gbps;

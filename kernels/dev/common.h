@@ -15,10 +15,24 @@
 //                              measured once on this device (the floors)
 //   Report(...)                one table line: ms, GB/s and TFLOP/s, and
 //                              their fraction of the measured ceilings
+//   ParseOptions(...)          the command line every program takes: at
+//                              most one part to run (a version number, or a
+//                              name such as "launchers") and --no-timing
+//   CiShapes()                 TW_GPU_TEST_SHAPES=ci: validate the smaller
+//                              CI shapes (see below)
 //
 // Dev programs are standalone (`make CUDA=1 kernels-dev`, then
-// build/cuda/dev/<name> [version]); they may exit on error. Nothing here is
-// used by the server.
+// build/cuda/dev/<name> [version] [--no-timing]); they may exit on error.
+// Nothing here is used by the server.
+//
+// As checkers (CI on the CPU emulator, tests/cudaemu: `make CUDA=emu
+// build/emu/dev/<name>`, then TW_GPU_TEST_SHAPES=ci build/emu/dev/<name>
+// --no-timing): --no-timing validates only (no ceilings, no timed runs), and
+// CiShapes() swaps each program's shapes for smaller ones that reach the
+// same code paths (each program's header says which) and validates only;
+// the emulator runs a kernel about 10^5 times slower than a GPU. Every
+// program ends with "all validations passed" and exit status 0, or "SOME
+// VALIDATIONS FAILED" and 1.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,7 +42,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "common/counter_rng.h"
@@ -45,6 +61,64 @@
   } while (0)
 
 namespace tw::dev {
+
+// TW_GPU_TEST_SHAPES=ci: the switch tests/gpu/gpu_test_util.h's CiShapes()
+// reads, with the same meaning (every code path, smaller shapes).
+inline bool CiShapes() {
+  const char* s = std::getenv("TW_GPU_TEST_SHAPES");
+  return s != nullptr && std::strcmp(s, "ci") == 0;
+}
+
+// What to run: `only` is one of the program's parts (empty: every part);
+// `timing` is false with --no-timing or CiShapes() (validation only).
+struct Options {
+  std::string only;
+  bool timing = true;
+};
+
+// Parses `[part] [--no-timing]` (either order), where `parts` lists the
+// accepted part names (e.g. {"1", "2", "3"}) and `parts_help` says what
+// one is. Prints the usage and exits on -h / --help (status 0) or anything
+// else it does not know (status 2). Under CiShapes() it says so and turns
+// timing off.
+inline Options ParseOptions(int argc, char** argv, const std::vector<std::string>& parts, const char* parts_help) {
+  std::string alternatives;
+  for (const std::string& p : parts) alternatives += (alternatives.empty() ? "" : "|") + p;
+  auto usage = [&](FILE* to, int status) {
+    const char* env = "TW_GPU_TEST_SHAPES=ci";
+    const int w = static_cast<int>(std::max(alternatives.size(), std::strlen(env)));
+    std::fprintf(to,
+                 "usage: %s [%s] [--no-timing]\n"
+                 "  %-*s  %s (default: all)\n"
+                 "  %-*s  validate only: no ceilings, no timed runs\n"
+                 "  %-*s  this message\n"
+                 "  %-*s  (environment) validate smaller shapes that reach the same code paths,\n"
+                 "  %-*s  without timing (CI on the CPU emulator)\n",
+                 argv[0], alternatives.c_str(), w, alternatives.c_str(), parts_help, w, "--no-timing", w,
+                 "-h, --help", w, env, w, "");
+    std::exit(status);
+  };
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--no-timing") {
+      o.timing = false;
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout, 0);
+    } else if (o.only.empty() && std::find(parts.begin(), parts.end(), a) != parts.end()) {
+      o.only = a;
+    } else {
+      usage(stderr, 2);
+    }
+  }
+  if (CiShapes()) {
+    // Timings at the CI shapes would be compared with floors computed for
+    // the full ones: the CI shapes are for validation only.
+    o.timing = false;
+    std::printf("CI shapes (TW_GPU_TEST_SHAPES=ci): validation only\n");
+  }
+  return o;
+}
 
 // Reproducible uniform floats in [lo, hi) (common/counter_rng.h), never zero.
 inline std::vector<float> RandomFloats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {

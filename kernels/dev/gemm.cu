@@ -4,7 +4,17 @@
 // 32, 256 (median, L2 flushed). Then a sweep of every tiling of v2 and v3 at
 // M = 1 and 32 (each validated), to tune kernels::MakeGemmPlan, and a table.
 //
-//   make CUDA=1 build/cuda/dev/gemm && build/cuda/dev/gemm [version]   (no version: all)
+//   make CUDA=1 build/cuda/dev/gemm && build/cuda/dev/gemm [1|2|3] [--no-timing]
+//
+// No version: all three. --no-timing: the validations only (every tiling of
+// the sweep still validated). TW_GPU_TEST_SHAPES=ci (validation only, for the
+// CPU emulator): the same five matrices' epilogues, bias and packing at
+// K = 128 (c_attn 128x384, attn.c_proj 128x128, mlp.c_fc 128x512), mlp.c_proj
+// as K = 512 N = 130 (8 splits of K at 132 SMs; 2 at the sweep's widest
+// tiling) and the LM head as 64x1025 (transposed packing, one split, a last
+// panel of one column as at 50257); N = 130 and 1025 end in a part-full
+// panel group. Rows M = 1, 7, 33, 65 (one to three row tiles of 32, the last
+// partly filled); the sweep at M = 1 and 33. Every version as in the full run.
 //
 // Floors (GPT-2-small, fp32 weights, per decode step = 12 layers + LM head):
 //   bytes  123.5M weights = 494 MB: 115 us at 4.3 TB/s (the H200's measured
@@ -59,10 +69,8 @@ using tw::kernels::GemmPlan;
 using tw::kernels::GemmPrecision;
 using tw::kernels::GemmEpilogue;
 
-constexpr int kMaxM = 256;
-constexpr int kValidateM[] = {1, 7, 8, 32, 33, 256};
+// Rows timed at every shape.
 constexpr int kTimeM[] = {1, 8, 32, 256};
-constexpr int kSweepM[] = {1, 32};
 
 struct Shape {
   const char* name;
@@ -73,12 +81,41 @@ struct Shape {
   int per_step;  // times per decode step (12 layers, or once)
 };
 
-const Shape kShapes[] = {
-    {"c_attn", 768, 2304, GemmEpilogue::kStore, true, false, 12},
-    {"attn.c_proj", 768, 768, GemmEpilogue::kAccumulate, true, false, 12},
-    {"mlp.c_fc", 768, 3072, GemmEpilogue::kGelu, true, false, 12},
-    {"mlp.c_proj", 3072, 768, GemmEpilogue::kAccumulate, true, false, 12},
-    {"lm_head", 768, 50257, GemmEpilogue::kStore, false, true, 1},
+// What a run validates: the matrices, the rows at each (the last is the
+// most any run uses) and the rows of the tiling sweep.
+struct Sizes {
+  std::vector<Shape> shapes;
+  std::vector<int> validate_m;
+  std::vector<int> sweep_m;
+};
+
+const Sizes kGpt2Sizes = {
+    {
+        {"c_attn", 768, 2304, GemmEpilogue::kStore, true, false, 12},
+        {"attn.c_proj", 768, 768, GemmEpilogue::kAccumulate, true, false, 12},
+        {"mlp.c_fc", 768, 3072, GemmEpilogue::kGelu, true, false, 12},
+        {"mlp.c_proj", 3072, 768, GemmEpilogue::kAccumulate, true, false, 12},
+        {"lm_head", 768, 50257, GemmEpilogue::kStore, false, true, 1},
+    },
+    {1, 7, 8, 32, 33, 256},
+    {1, 32},
+};
+
+// The CI sizes: the same epilogues, bias or none, and packing (plain or
+// transposed) at width 128; mlp.c_proj's K = 512 splits K at every tiling
+// of the sweep, N = 130 and 1025 (as 50257) end in a part-full panel and
+// panel group. Rows: one, two and three row tiles of 32, the last partly
+// filled; the sweep's second row tile has one row.
+const Sizes kCiSizes = {
+    {
+        {"c_attn c128", 128, 384, GemmEpilogue::kStore, true, false, 12},
+        {"attn.c_proj c128", 128, 128, GemmEpilogue::kAccumulate, true, false, 12},
+        {"mlp.c_fc c128", 128, 512, GemmEpilogue::kGelu, true, false, 12},
+        {"mlp.c_proj K512 N130", 512, 130, GemmEpilogue::kAccumulate, true, false, 12},
+        {"lm_head V1025", 64, 1025, GemmEpilogue::kStore, false, true, 1},
+    },
+    {1, 7, 33, 65},
+    {1, 33},
 };
 
 // fn(i) for i in [0, n) over the host's cores.
@@ -117,22 +154,23 @@ __global__ void NaiveGemm(const float* x /*(M, K)*/, const float* w /*(K, N)*/, 
 
 // ---- data ------------------------------------------------------------------------
 
+// max_m: the most rows the run uses (MakeData's argument).
 struct Data {
   const Shape* s = nullptr;
   std::vector<float> w;      // (K, N)
   std::vector<float> bias;   // (N) or empty
-  std::vector<float> x;      // (kMaxM, K)
-  std::vector<float> y0;     // (kMaxM, N): the residual for kAccumulate
-  std::vector<double> dot;   // (kMaxM, N): x @ W in double
+  std::vector<float> x;      // (max_m, K)
+  std::vector<float> y0;     // (max_m, N): the residual for kAccumulate
+  std::vector<double> dot;   // (max_m, N): x @ W in double
   float* d_w = nullptr;      // (K, N), for v1
   float* d_packed = nullptr; // packed
   float* d_bias = nullptr;   // (N) or null
-  float* d_x = nullptr;      // (kMaxM, K)
-  float* d_y0 = nullptr;     // (kMaxM, N)
-  float* d_y = nullptr;      // (kMaxM, N)
+  float* d_x = nullptr;      // (max_m, K)
+  float* d_y0 = nullptr;     // (max_m, N)
+  float* d_y = nullptr;      // (max_m, N)
 };
 
-Data MakeData(const Shape& s, uint64_t seed) {
+Data MakeData(const Shape& s, int max_m, uint64_t seed) {
   Data d;
   d.s = &s;
   const size_t K = s.K, N = s.N;
@@ -149,10 +187,10 @@ Data MakeData(const Shape& s, uint64_t seed) {
     tw::kernels::PackMatrix(d.w.data(), s.K, s.N, packed.data());
   }
   if (s.bias) d.bias = tw::dev::RandomFloats(N, seed + 1, -0.1f, 0.1f);
-  d.x = tw::dev::RandomFloats(kMaxM * K, seed + 2);
-  d.y0 = tw::dev::RandomFloats(kMaxM * N, seed + 3);
-  d.dot.assign(kMaxM * N, 0.0);
-  ParallelFor(kMaxM, [&](int r) {
+  d.x = tw::dev::RandomFloats(max_m * K, seed + 2);
+  d.y0 = tw::dev::RandomFloats(max_m * N, seed + 3);
+  d.dot.assign(max_m * N, 0.0);
+  ParallelFor(max_m, [&](int r) {
     double* out = d.dot.data() + r * N;
     for (size_t k = 0; k < K; ++k) {
       const double xv = d.x[r * K + k];
@@ -165,7 +203,7 @@ Data MakeData(const Shape& s, uint64_t seed) {
   d.d_bias = s.bias ? tw::dev::ToDevice(d.bias) : nullptr;
   d.d_x = tw::dev::ToDevice(d.x);
   d.d_y0 = tw::dev::ToDevice(d.y0);
-  d.d_y = tw::dev::DeviceAlloc<float>(kMaxM * N);
+  d.d_y = tw::dev::DeviceAlloc<float>(max_m * N);
   return d;
 }
 
@@ -275,18 +313,14 @@ struct Timing {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int only = argc > 1 ? std::atoi(argv[1]) : 0;
-  if (only < 0 || only > 3) {
-    std::fprintf(stderr, "usage: %s [version 1..3]\n", argv[0]);
-    return 2;
-  }
+  const tw::dev::Options opt = tw::dev::ParseOptions(argc, argv, {"1", "2", "3"}, "only this version");
   int dev = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs\n", prop.name, sms);
-  tw::dev::MeasuredCeilings();
+  if (opt.timing) tw::dev::MeasuredCeilings();
   {
     const tw::Status st = tw::kernels::GemmInit();
     if (!st.ok()) {
@@ -297,30 +331,34 @@ int main(int argc, char** argv) {
 
   std::vector<int> versions;
   for (int v = 1; v <= 3; ++v) {
-    if (only == 0 || only == v) versions.push_back(v);
+    if (opt.only.empty() || opt.only == std::to_string(v)) versions.push_back(v);
   }
-  constexpr int kShapeCount = sizeof(kShapes) / sizeof(kShapes[0]);
+  const Sizes& sizes = tw::dev::CiShapes() ? kCiSizes : kGpt2Sizes;
+  const std::vector<Shape>& shapes = sizes.shapes;
+  const int max_m = sizes.validate_m.back();
+  const int shape_count = static_cast<int>(shapes.size());
   std::vector<Timing> timings;
   bool all_ok = true;
 
-  for (int si = 0; si < kShapeCount; ++si) {
-    const Shape& s = kShapes[si];
-    Data d = MakeData(s, 1000 + si);
+  for (int si = 0; si < shape_count; ++si) {
+    const Shape& s = shapes[si];
+    Data d = MakeData(s, max_m, 1000 + si);
     std::printf("\n== %s: K=%d N=%d, epilogue %s%s\n", s.name, s.K, s.N, tw::kernels::GemmEpilogueName(s.epilogue),
                 s.bias ? " + bias" : "");
     for (int v : versions) {
       const GemmPlan plan = tw::kernels::MakeGemmPlan(s.K, s.N, sms, PrecisionOf(v));
       if (v > 1) {
-        g_ws.Reserve(tw::kernels::GemmWorkspaceBytes(plan, kMaxM));
+        g_ws.Reserve(tw::kernels::GemmWorkspaceBytes(plan, max_m));
         std::printf(" v%d plan: %s\n", v, tw::kernels::DescribeGemmPlan(plan).c_str());
       }
-      for (int M : kValidateM) {
+      for (int M : sizes.validate_m) {
         RunOnce(v, d, plan, M);
         char name[64];
         std::snprintf(name, sizeof(name), "v%d M=%d", v, M);
         const std::vector<float> want = Expected(d, M);
         all_ok &= tw::dev::Validate(name, d.d_y, want.data(), want.size(), Tolerance(v), Tolerance(v));
       }
+      if (!opt.timing) continue;
       for (int M : kTimeM) {
         const int repeats = v == 1 && M >= 32 ? 5 : 20;
         const float ms = tw::dev::Benchmark(repeats, [&] { Launch(v, d, plan, M); });
@@ -331,18 +369,21 @@ int main(int argc, char** argv) {
       }
     }
 
-    // Every tiling of v2 / v3 at M = 1 and 32, validated; the fastest vs the default.
+    // Every tiling of v2 / v3 at M = 1 and 32 (CI: 33), validated; timed,
+    // the fastest vs the default.
     for (int v : versions) {
       if (v == 1) continue;
       const GemmPlan def = tw::kernels::MakeGemmPlan(s.K, s.N, sms, PrecisionOf(v));
-      for (int M : kSweepM) {
+      for (int M : sizes.sweep_m) {
         float def_ms = 0, best_ms = 1e30f;
         GemmPlan best = def;
+        int tilings = 0, valid = 0;
         for (int P : {1, 2, 4, 8}) {
           for (int KW : {1, 2, 4, 8}) {
             const GemmPlan plan = tw::kernels::MakeGemmPlanWith(s.K, s.N, PrecisionOf(v), P, KW);
             if (!tw::kernels::CheckGemmPlan(plan).ok()) continue;
-            g_ws.Reserve(tw::kernels::GemmWorkspaceBytes(plan, kMaxM));
+            ++tilings;
+            g_ws.Reserve(tw::kernels::GemmWorkspaceBytes(plan, max_m));
             RunOnce(v, d, plan, M);
             double max_abs = 0;
             if (!Check(d, M, Tolerance(v), &max_abs)) {
@@ -351,6 +392,8 @@ int main(int argc, char** argv) {
               all_ok = false;
               continue;
             }
+            ++valid;
+            if (!opt.timing) continue;
             const float ms = tw::dev::Benchmark(10, [&] { Launch(v, d, plan, M); });
             if (P == def.panels_per_cta && KW == def.ksteps_per_warp) def_ms = ms;
             if (ms < best_ms) {
@@ -359,37 +402,44 @@ int main(int argc, char** argv) {
             }
           }
         }
-        std::printf("  sweep v%d M=%-3d default %.4f ms | best %.4f ms (%.2fx): %s\n", v, M, def_ms, best_ms,
-                    best_ms > 0 ? def_ms / best_ms : 0.0, tw::kernels::DescribeGemmPlan(best).c_str());
+        if (opt.timing) {
+          std::printf("  sweep v%d M=%-3d default %.4f ms | best %.4f ms (%.2fx): %s\n", v, M, def_ms, best_ms,
+                      best_ms > 0 ? def_ms / best_ms : 0.0, tw::kernels::DescribeGemmPlan(best).c_str());
+        } else {
+          std::printf("  sweep v%d M=%-3d %s  %d of %d tilings valid\n", v, M, valid == tilings ? "ok  " : "FAIL",
+                      valid, tilings);
+        }
       }
     }
     FreeData(&d);
   }
 
-  // Compact table: ms per matrix, and a decode step's matmuls (12 layers + head).
-  std::printf("\n%-12s %-4s", "matrix", "ver");
-  for (int M : kTimeM) std::printf("  M=%-4d ms", M);
-  std::printf("\n");
-  for (int v : versions) {
-    std::vector<double> step(std::size(kTimeM), 0.0);
-    for (int si = 0; si < kShapeCount; ++si) {
-      std::printf("%-12s v%-3d", kShapes[si].name, v);
-      for (size_t mi = 0; mi < std::size(kTimeM); ++mi) {
-        for (const Timing& t : timings) {
-          if (t.version == v && t.shape == si && t.M == kTimeM[mi]) {
-            std::printf("  %9.4f", t.ms);
-            step[mi] += t.ms * kShapes[si].per_step;
+  if (opt.timing) {
+    // Compact table: ms per matrix, and a decode step's matmuls (12 layers + head).
+    std::printf("\n%-12s %-4s", "matrix", "ver");
+    for (int M : kTimeM) std::printf("  M=%-4d ms", M);
+    std::printf("\n");
+    for (int v : versions) {
+      std::vector<double> step(std::size(kTimeM), 0.0);
+      for (int si = 0; si < shape_count; ++si) {
+        std::printf("%-12s v%-3d", shapes[si].name, v);
+        for (size_t mi = 0; mi < std::size(kTimeM); ++mi) {
+          for (const Timing& t : timings) {
+            if (t.version == v && t.shape == si && t.M == kTimeM[mi]) {
+              std::printf("  %9.4f", t.ms);
+              step[mi] += t.ms * shapes[si].per_step;
+            }
           }
         }
+        std::printf("\n");
       }
-      std::printf("\n");
+      std::printf("%-12s v%-3d", "step (x12+1)", v);
+      for (double ms : step) std::printf("  %9.4f", ms);
+      std::printf("   (floor %.3f ms: 494 MB at the measured copy rate)\n",
+                  494e6 / (tw::dev::MeasuredCeilings().copy_gbps * 1e9) * 1e3);
     }
-    std::printf("%-12s v%-3d", "step (x12+1)", v);
-    for (double ms : step) std::printf("  %9.4f", ms);
-    std::printf("   (floor %.3f ms: 494 MB at the measured copy rate)\n",
-                494e6 / (tw::dev::MeasuredCeilings().copy_gbps * 1e9) * 1e3);
   }
-  std::printf("\n%s\n", all_ok ? "all versions valid" : "SOME VALIDATIONS FAILED");
+  std::printf("\n%s\n", all_ok ? "all validations passed" : "SOME VALIDATIONS FAILED");
   if (g_ws.ptr != nullptr) CUDA_CHECK(cudaFree(g_ws.ptr));
   return all_ok ? 0 : 1;
 }

@@ -6,6 +6,14 @@
 //   build/cuda/dev/rownorm              every version, then every launcher
 //   build/cuda/dev/rownorm <1|2|3>      one layer norm version
 //   build/cuda/dev/rownorm launchers    only the launchers
+//   ... --no-timing                     the validations only
+//
+// TW_GPU_TEST_SHAPES=ci (validation only, for the CPU emulator): the layer
+// norm versions at the same widths (4 to 2048) with 65 rows instead of
+// 1024 as the prefill-sized case (v3's last block part full); Embed and
+// EmbedLayerNorm with a 4099-token vocabulary except one call at GPT-2's
+// 50257 (8 rows, the fused form, the out-of-range ids); every other
+// launcher at the full run's shapes, which are small already.
 //
 // Floors at GPT-2 small's shapes (C = 768), fp32, ~4.3 TB/s copy rate
 // (read + write) and ~60 TFLOP/s fp32 on an H200:
@@ -187,7 +195,10 @@ bool ValidateVersion(int version) {
   struct Shape {
     int rows, C;
   };
-  const Shape shapes[] = {{1, 768}, {8, 768}, {32, 768}, {7, 64}, {3, 4}, {5, 1600}, {2, 2048}, {1024, 768}};
+  // Widths from the smallest (4) to the largest (kRowMaxC = 2048); the last
+  // a prefill's rows (CI: 65, ending in a part-full block of v3).
+  const Shape shapes[] = {{1, 768}, {8, 768}, {32, 768}, {7, 64}, {3, 4}, {5, 1600}, {2, 2048},
+                          {tw::dev::CiShapes() ? 65 : 1024, 768}};
   bool all = true;
   for (const Shape& sh : shapes) {
     const size_t n = static_cast<size_t>(sh.rows) * sh.C;
@@ -240,10 +251,12 @@ std::vector<T> ToHost(const T* d, size_t n) {
   return h;
 }
 
+constexpr int kVocab = 50257;
+
 // Embed and EmbedLayerNorm, with two rows of out-of-range ids (which must
 // come out NaN while the others are exact).
-bool ValidateEmbed(int rows, int C, bool fused) {
-  const int vocab = 50257, n_ctx = 1024;
+bool ValidateEmbed(int rows, int C, bool fused, int vocab) {
+  const int n_ctx = 1024;
   std::vector<float> wte = RandomFloats(static_cast<size_t>(vocab) * C, 31, -0.2f, 0.2f);
   std::vector<float> wpe = RandomFloats(static_cast<size_t>(n_ctx) * C, 32, -0.1f, 0.1f);
   std::vector<int32_t> tok(rows), pos(rows);
@@ -289,7 +302,9 @@ bool ValidateEmbed(int rows, int C, bool fused) {
     if (!both_nan && std::memcmp(&got[i], &want[i], 4) != 0) bad++;
   }
   std::printf("  %-28s %s  %zu of %zu differ from wte + wpe (bitwise; bad ids -> NaN)\n",
-              (std::string(fused ? "EmbedLayerNorm x" : "Embed") + " rows " + std::to_string(rows)).c_str(),
+              (std::string(fused ? "EmbedLayerNorm x" : "Embed") + " rows " + std::to_string(rows) +
+               (vocab == kVocab ? "" : " V " + std::to_string(vocab)))
+                  .c_str(),
               bad == 0 ? "ok  " : "FAIL", bad, n);
   bool ok = bad == 0;
   if (fused) {
@@ -391,11 +406,14 @@ bool ValidateGelu(size_t n, int offset) {
 bool ValidateLaunchers() {
   std::printf("launchers: validation\n");
   bool ok = true;
+  // CI: GPT-2's vocabulary in one call (the fused one at 8 rows, with the
+  // out-of-range ids), 4099 tokens in the others.
+  const bool ci = tw::dev::CiShapes();
   for (int rows : {1, 8, 32}) {
-    ok &= ValidateEmbed(rows, 768, false);
-    ok &= ValidateEmbed(rows, 768, true);
+    ok &= ValidateEmbed(rows, 768, false, ci ? 4099 : kVocab);
+    ok &= ValidateEmbed(rows, 768, true, ci && rows != 8 ? 4099 : kVocab);
   }
-  ok &= ValidateEmbed(9, 64, true);
+  ok &= ValidateEmbed(9, 64, true, ci ? 4099 : kVocab);
   for (int rows : {1, 7, 32}) {
     for (int parts : {1, 3}) {
       for (bool bias : {false, true}) {
@@ -414,7 +432,7 @@ bool ValidateLaunchers() {
 }
 
 void TimeLaunchers(bool ok) {
-  const int C = 768, vocab = 50257, n_ctx = 1024;
+  const int C = 768, vocab = kVocab, n_ctx = 1024;
   for (int rows : {1, 8, 32}) {
     const size_t n = static_cast<size_t>(rows) * C;
     float* wte = ToDevice(RandomFloats(static_cast<size_t>(vocab) * C, 71, -0.2f, 0.2f));
@@ -462,30 +480,35 @@ void TimeLaunchers(bool ok) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const tw::dev::Options opt =
+      tw::dev::ParseOptions(argc, argv, {"1", "2", "3", "launchers"}, "only this layer norm version, or the launchers");
   int dev = 0;
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  tw::dev::MeasuredCeilings();
-  const std::string arg = argc > 1 ? argv[1] : "";
+  if (opt.timing) tw::dev::MeasuredCeilings();
   bool all_ok = true;
   for (int v = 1; v <= 3; ++v) {
-    if (!arg.empty() && arg != std::to_string(v)) continue;
+    if (!opt.only.empty() && opt.only != std::to_string(v)) continue;
     const bool ok = ValidateVersion(v);
     all_ok &= ok;
-    TimeVersion(v, ok);
+    if (opt.timing) TimeVersion(v, ok);
   }
-  if (arg.empty() || arg == "launchers") {
+  if (opt.only.empty() || opt.only == "launchers") {
     const bool ok = ValidateLaunchers();
     all_ok &= ok;
-    std::printf("launchers: timing (C = 768)\n");
-    TimeLaunchers(ok);
+    if (opt.timing) {
+      std::printf("launchers: timing (C = 768)\n");
+      TimeLaunchers(ok);
+    }
   }
-  std::printf("\n%-26s %6s %10s %9s\n", "kernel", "rows", "ms", "GB/s");
-  for (const Row& r : g_table) {
-    if (r.ok) std::printf("%-26s %6d %10.4f %9.0f\n", r.name.c_str(), r.rows, r.ms, r.gbps);
-    else std::printf("%-26s %6d %10s %9s\n", r.name.c_str(), r.rows, "FAIL", "-");
+  if (opt.timing) {
+    std::printf("\n%-26s %6s %10s %9s\n", "kernel", "rows", "ms", "GB/s");
+    for (const Row& r : g_table) {
+      if (r.ok) std::printf("%-26s %6d %10.4f %9.0f\n", r.name.c_str(), r.rows, r.ms, r.gbps);
+      else std::printf("%-26s %6d %10s %9s\n", r.name.c_str(), r.rows, "FAIL", "-");
+    }
   }
   std::printf("%s\n", all_ok ? "all validations passed" : "SOME VALIDATIONS FAILED");
   return all_ok ? 0 : 1;

@@ -4,6 +4,15 @@
 //
 //   build/cuda/dev/sampling            every version
 //   build/cuda/dev/sampling <1|2|3>    one version
+//   ... --no-timing                    the validations only
+//
+// Validation: every version at vocabulary sizes 1, 7, 1000, 1025 (around
+// the 512 and 1024 threads of a block and the 128-id tiles) and 50257,
+// each with every distribution and parameter set at B = 1, 7 and 32, then
+// batch invariance (B 1, 7 and 32). TW_GPU_TEST_SHAPES=ci (validation only,
+// for the CPU emulator): B = 3 instead, 4099 (33 tiles, the last of 3 ids)
+// in 50257's place, 50257 itself at B = 1 (every distribution and
+// parameter set), batch invariance at B = 12.
 //
 // Floors at GPT-2's vocabulary (V = 50257), fp32 logits, ~4.3 TB/s copy
 // rate (so ~2.15 TB/s for a read alone, counted as read + write below as the
@@ -301,10 +310,9 @@ bool ValidateCase(int version, int V, Dist dist, const ParamSet& ps, int B, int*
   return ok;
 }
 
-// Each row alone, and rows 3..9 as a batch of 7, against the batch of 32:
-// the same ids bit for bit.
-bool ValidateBatchInvariance(int version, int V) {
-  const int B = 32;
+// Each row alone, and rows 3..9 as a batch of 7, against the batch of B
+// (>= 10): the same ids bit for bit.
+bool ValidateBatchInvariance(int version, int V, int B) {
   std::vector<float> logits;
   std::vector<SampleParams> params;
   for (int r = 0; r < B; ++r) {
@@ -328,17 +336,38 @@ bool ValidateBatchInvariance(int version, int V) {
   RunVersion(version, dl + 3 * static_cast<size_t>(V), 7, V, V, dp + 3, dids);
   const std::vector<int32_t> seven = IdsToHost(dids, 7);
   for (int r = 0; r < 7; ++r) ok &= seven[r] == all[3 + r];
-  std::printf("  %-44s %s\n", ("batch invariance V " + std::to_string(V) + " (B 1, 7, 32)").c_str(), ok ? "ok" : "FAIL");
+  const std::string name = "batch invariance V " + std::to_string(V) + " (B 1, 7, " + std::to_string(B) + ")";
+  std::printf("  %-44s %s\n", name.c_str(), ok ? "ok" : "FAIL");
   CUDA_CHECK(cudaFree(dl));
   CUDA_CHECK(cudaFree(dp));
   CUDA_CHECK(cudaFree(dids));
   return ok;
 }
 
-bool ValidateVersion(int version) {
+// What a run validates: each vocabulary size with every distribution and
+// parameter set at each of its batch sizes, then batch invariance at a
+// batch of invariance_b rows.
+struct VocabCase {
+  int V;
+  std::vector<int> batches;
+};
+struct Sizes {
+  std::vector<VocabCase> vocabs;
+  int invariance_b;
+};
+const Sizes kFullSizes = {
+    {{1, {1, 7, 32}}, {7, {1, 7, 32}}, {1000, {1, 7, 32}}, {1025, {1, 7, 32}}, {50257, {1, 7, 32}}}, 32};
+// CI: one batch of 3 (a block per row, rows 0..2 of different logits and
+// counters: larger batches reach no other code), 4099 (33 tiles of the
+// id-order search, the last of 3 ids) where the full run has GPT-2's
+// vocabulary, which it validates at B = 1 only; batch invariance at 12 rows
+// (every distribution and parameter set).
+const Sizes kCiSizes = {{{1, {3}}, {7, {3}}, {1000, {3}}, {1025, {3}}, {4099, {3}}, {50257, {1}}}, 12};
+
+bool ValidateVersion(int version, const Sizes& sizes) {
   std::printf("v%d: validation\n", version);
   bool all = true;
-  for (int V : {1, 7, 1000, 1025, 50257}) {
+  for (const auto& [V, batches] : sizes.vocabs) {
     if (!VersionFits(version, V)) {
       std::printf("  V %d: does not fit in shared memory here, skipped\n", V);
       continue;
@@ -346,7 +375,7 @@ bool ValidateVersion(int version) {
     int exact = 0, tolerated = 0, ambiguous = 0, cases = 0, failed = 0;
     for (Dist d : {Dist::kUniform, Dist::kGpt2Like, Dist::kPeaked, Dist::kFlat, Dist::kTies, Dist::kNanInf}) {
       for (const ParamSet& ps : kParamSets) {
-        for (int B : {1, 7, 32}) {
+        for (int B : batches) {
           const bool ok = ValidateCase(version, V, d, ps, B, &exact, &tolerated, &ambiguous);
           ++cases;
           failed += !ok;
@@ -358,7 +387,7 @@ bool ValidateVersion(int version) {
         "  V %-6d %s  %d cases, %d failed; draws equal to the reference %d, within %.0e of a boundary %d, "
         "in rows whose top-p cut is that close to its target %d\n",
         V, failed == 0 ? "ok  " : "FAIL", cases, failed, exact, kMargin, tolerated, ambiguous);
-    all &= ValidateBatchInvariance(version, V);
+    all &= ValidateBatchInvariance(version, V, sizes.invariance_b);
   }
   return all;
 }
@@ -416,25 +445,27 @@ void TimeVersion(int version, bool ok) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const tw::dev::Options opt = tw::dev::ParseOptions(argc, argv, {"1", "2", "3"}, "only this version");
   int dev = 0;
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs, %zu bytes of opt-in shared memory per block\n", prop.name,
               prop.multiProcessorCount, OptinSharedBytes());
-  tw::dev::MeasuredCeilings();
-  const std::string arg = argc > 1 ? argv[1] : "";
+  if (opt.timing) tw::dev::MeasuredCeilings();
   bool all_ok = true;
   for (int v = 1; v <= 3; ++v) {
-    if (!arg.empty() && arg != std::to_string(v)) continue;
-    const bool ok = ValidateVersion(v);
+    if (!opt.only.empty() && opt.only != std::to_string(v)) continue;
+    const bool ok = ValidateVersion(v, tw::dev::CiShapes() ? kCiSizes : kFullSizes);
     all_ok &= ok;
-    TimeVersion(v, ok);
+    if (opt.timing) TimeVersion(v, ok);
   }
-  std::printf("\n%-26s %4s %10s %9s\n", "version / mode", "B", "ms", "GB/s");
-  for (const Row& r : g_table) {
-    if (r.ok) std::printf("%-26s %4d %10.4f %9.0f\n", r.name.c_str(), r.B, r.ms, r.gbps);
-    else std::printf("%-26s %4d %10s %9s\n", r.name.c_str(), r.B, "FAIL", "-");
+  if (opt.timing) {
+    std::printf("\n%-26s %4s %10s %9s\n", "version / mode", "B", "ms", "GB/s");
+    for (const Row& r : g_table) {
+      if (r.ok) std::printf("%-26s %4d %10.4f %9.0f\n", r.name.c_str(), r.B, r.ms, r.gbps);
+      else std::printf("%-26s %4d %10s %9s\n", r.name.c_str(), r.B, "FAIL", "-");
+    }
   }
   std::printf("%s\n", all_ok ? "all validations passed" : "SOME VALIDATIONS FAILED");
   return all_ok ? 0 : 1;
