@@ -22,7 +22,7 @@ git archive HEAD | tar -x -C "$WORK"
 
 # name | file | text to replace | replacement (Python string literals' escapes)
 MUTATIONS=(
-  "swapped mma fragments (B's two registers, in all three products)|kernels/gemm.cu|MmaTf32(acc[rg], as, xv.x, xv.y);|MmaTf32(acc[rg], as, xv.y, xv.x);"
+  "swapped mma fragments (B's two registers, in the PTX statement: every product)|kernels/ptx.cuh|{%8, %9}, |{%9, %8}, "
   "a dropped cp.async.wait_group (prefill attention's K/V staging)|kernels/attention.cu|  CopyAsyncCommit();\n  CopyAsyncWaitAllGroups();|  CopyAsyncCommit();"
   "a dropped __syncthreads (the gemm's x tile staged, then read)|kernels/gemm.cu|    StageX<kTf32>(a, smem, row0, nrows, split);\n    __syncthreads();|    StageX<kTf32>(a, smem, row0, nrows, split);"
   "an off-by-one in the block-table index (decode attention)|kernels/attention.cu|      const int blk = __ldg(table + j / bs);|      const int blk = __ldg(table + (j + 1) / bs);"
