@@ -228,7 +228,8 @@ endif
 # CUDA runner and the server over HTTP, all on the CPU (no GPU involved).
 .PHONY: test-gpu-emu
 ifeq ($(CUDA),emu)
-test-gpu-emu: $(EMU_TEST_BIN) $(GPU_TEST_BIN) $(BUILD)/tests/engine_tests $(BUILD)/tokenwire $(KERNEL_DEV_BINS)
+test-gpu-emu: $(EMU_TEST_BIN) $(EMU_ASAN_BIN) $(GPU_TEST_BIN) $(BUILD)/tests/engine_tests $(BUILD)/tokenwire \
+              $(KERNEL_DEV_BINS)
 	bash tests/cudaemu/run.sh $(BUILD)
 
 # The plain build's parts are made by a plain make (make test-gpu-emu runs one first).

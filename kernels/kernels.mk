@@ -62,6 +62,24 @@ $(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(call layer_lib,common) $(EMU_LI
 	@mkdir -p $(dir $@)
 	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) -o $@ $< -x none $(KERNEL_LIB) $(call layer_lib,common) $(EMU_LIB)
 
+# The emulator and its own suite again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (its fibers tell ASan of every stack switch).
+EMU_ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+EMU_ASAN_SRCS  := $(filter-out %_test.cc,$(wildcard tests/cudaemu/*.cc)) $(wildcard src/common/*.cc)
+EMU_ASAN_BIN   := $(BUILD)/tests/cudaemu_tests_asan
+
+$(BUILD)/asan-obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) $(EMU_ASAN_FLAGS) -c $< -o $@
+
+$(BUILD)/asan-obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(call quiet,EMU,$<)$(CLANGXX) $(EMU_CXXFLAGS) $(EMU_ASAN_FLAGS) -c $< -o $@
+
+$(EMU_ASAN_BIN): $(patsubst %,$(BUILD)/asan-obj/%.o,$(basename $(EMU_ASAN_SRCS) $(wildcard tests/cudaemu/*_test.cu))) | gtest-check
+	@mkdir -p $(dir $@)
+	$(call quiet,LD,$@)$(CXX) -o $@ $^ $(GTEST_LINK) -fsanitize=address,undefined -pthread
+
 $(EMU_TEST_BIN): $(patsubst %.cu,$(BUILD)/obj/%.o,$(wildcard tests/cudaemu/*_test.cu)) $(KERNEL_LIB) \
                  $(call layer_lib,common) $(EMU_LIB) | gtest-check
 	@mkdir -p $(dir $@)

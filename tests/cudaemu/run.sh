@@ -6,7 +6,8 @@
 #   bash tests/cudaemu/run.sh BUILD_DIR      (make test-gpu-emu passes build/emu)
 #
 # Steps, each timed:
-#   1. the emulator's own suite (tests/cudaemu/emu_test.cu);
+#   1. the emulator's own suite (tests/cudaemu/emu_test.cu), plainly and
+#      under AddressSanitizer and UndefinedBehaviorSanitizer;
 #   2. tests/gpu: every kernel against its CPU reference, the CUDA runner
 #      end to end on the golden tiny GPT-2, the server over HTTP;
 #   3. the kernels/dev checkers, validation only (--no-timing);
@@ -105,6 +106,7 @@ checkers() {
 }
 
 step "the emulator's own suite" "$B/tests/cudaemu_tests" --gtest_brief=1
+step "the emulator's own suite under ASan and UBSan" "$B/tests/cudaemu_tests_asan" --gtest_brief=1
 step "tests/gpu (kernels, the CUDA runner, the server over HTTP)" sharded gpu "$B/tests/gpu_tests" --gtest_brief=1
 step "the kernels/dev checkers (--no-timing)" checkers
 step "the engine suites on the CUDA runner" sharded engine env TW_TEST_RUNNER=cuda TW_TEST_TIMEOUT_SCALE=30 \

@@ -35,6 +35,7 @@
 #define TWEMU_ASAN 1
 #endif
 #if defined(TWEMU_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -369,7 +370,8 @@ void FiberEntry() {
 }
 
 // ---- faults --------------------------------------------------------------------
-void OnFault(int sig, siginfo_t* info, void*) {
+// (Under AddressSanitizer its own handler reports faults instead.)
+[[maybe_unused]] void OnFault(int sig, siginfo_t* info, void*) {
   char buf[1024];
   int n = 0;
   if (g_t != nullptr) {
@@ -446,6 +448,12 @@ void RunBlock(const KernelCall& call, const uint3& idx, Rng& rng) {
     t.wait = Wait::kRunnable;
     g_ptx[static_cast<size_t>(i)].uncommitted.clear();
     g_ptx[static_cast<size_t>(i)].groups.clear();
+#if defined(TWEMU_ASAN)
+    // A fiber that exited never unwound: its frames' redzones are still
+    // poisoned in ASan's shadow of the stack this thread reuses.
+    const Stack& st = g_stacks[static_cast<size_t>(i)];
+    ASAN_UNPOISON_MEMORY_REGION(st.lo, static_cast<size_t>(st.hi - st.lo));
+#endif
     t.sp = PrepareStack(g_stacks[static_cast<size_t>(i)], &FiberEntry);
     g_b.runnable.push_back(i);
   }
