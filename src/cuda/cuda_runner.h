@@ -56,12 +56,11 @@ Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engin
 // step sampled, copied to the host (a runner that is not the CUDA one, or a
 // build without CUDA, answers an error).
 Status CudaLastLogits(engine::ModelRunner* runner, int rows, std::vector<float>* out);
-// What the runner's decode graphs have done: graphs held, captures made
-// (all at creation, one per batch-size bucket), replays (one per decode
-// step that used a graph).
+// The runner's decode graphs: how many it holds (one per batch-size
+// bucket, all captured when it was made) and how many times a decode step
+// replayed one.
 struct CudaRunnerStats {
   int graphs = 0;
-  int captures = 0;
   long long replays = 0;
 };
 Status CudaStats(const engine::ModelRunner* runner, CudaRunnerStats* out);

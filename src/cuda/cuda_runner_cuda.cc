@@ -106,7 +106,7 @@ class CudaRunner : public engine::ModelRunner {
 
   Status LastLogits(int rows, std::vector<float>* out);
   std::string Describe() const { return describe_; }
-  CudaRunnerStats Stats() const { return CudaRunnerStats{static_cast<int>(graphs_.size()), captures_, replays_}; }
+  CudaRunnerStats Stats() const { return CudaRunnerStats{static_cast<int>(graphs_.size()), replays_}; }
 
  private:
   Status UploadWeights();
@@ -164,8 +164,7 @@ class CudaRunner : public engine::ModelRunner {
   StepLayout layout_;
   ModelBounds bounds_;
   std::vector<int> buckets_;
-  std::map<int, void*> graphs_;  // bucket -> executable graph
-  int captures_ = 0;             // graphs captured
+  std::map<int, void*> graphs_;  // bucket -> executable graph (all captured in Init)
   long long replays_ = 0;        // graph launches
   int last_rows_ = 0;            // rows the last step sampled
   std::string describe_;
@@ -399,7 +398,6 @@ Status CudaRunner::CaptureDecode(int bucket) {
     return captured;
   }
   TW_TRY(ended);
-  ++captures_;
   graphs_.emplace(bucket, exec);
   return Status::Ok();
 }
