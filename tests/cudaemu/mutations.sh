@@ -43,10 +43,19 @@ run() {
 }
 echo "== the unmutated tree"
 if run "$WORK/base.log"; then base="passes"; else base="FAILS"; fi
+# What a run's log says: each step's result, the tests and checks that
+# failed (the shards' output carries a "[shard i] " prefix), the first
+# emulator aborts, and the closing count.
+summary() {
+  grep -E '^== .*: (ok|FAILED) in' "$1"
+  grep -oE '\[  FAILED  \] [A-Za-z][^ ]*' "$1" | sort -u | head -20
+  grep -hE '^\[[a-z]+\] SOME VALIDATIONS FAILED' "$1"
+  grep -m3 -oE 'cudaemu: .*' "$1"
+  grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1
+}
 {
   echo "## the unmutated tree: make test-gpu-emu $base"
-  grep -E '^== .*: (ok|FAILED) in' "$WORK/base.log"
-  tail -n 1 "$WORK/base.log"
+  summary "$WORK/base.log"
   echo
 } >> "$OUT"
 
@@ -69,10 +78,7 @@ PY
   if run "$log"; then verdict="NOT caught"; else verdict="caught"; fi
   {
     echo "## $name ($file): $verdict"
-    grep -E '^== .*: (ok|FAILED) in' "$log"
-    grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | head -20
-    grep -m3 -E 'cudaemu: |SOME VALIDATIONS FAILED' "$log"
-    tail -n 1 "$log"
+    summary "$log"
     echo
   } >> "$OUT"
   (cd "$WORK" && git -C "$OLDPWD" show "HEAD:$file" > "$file")  # restore
