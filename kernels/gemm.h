@@ -25,9 +25,8 @@
 //            tf32(v - big); per k-step acc += Ws*Xb, += Wb*Xs, += Wb*Xb.
 //            Error ~ fp32 (terms Ws*Xs dropped, ~2^-22 relative per
 //            product; the tensor cores' accumulation rounding). A NaN in x
-//            or W gives NaN, as in fp32; an infinity can give NaN where
-//            fp32 gives an infinity (inf - inf in its split, or inf times a
-//            weight whose small part is 0).
+//            or W gives NaN, as in fp32; an infinity gives NaN too (its
+//            split's small part is inf - inf) where fp32 gives an infinity.
 // Both are bitwise batch-invariant: an output element's sequence of
 // operations depends only on the plan (K, N, SM count), never on M, on the
 // other rows or on the row's position in the batch; no float atomics.
