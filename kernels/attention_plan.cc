@@ -25,7 +25,7 @@ void EmulateAttnChunk(const float* q, const float* k, const float* v, int n, int
   // Scores: per key, G lane partials of 4 dims, then the xor tree.
   std::vector<float> score(n);
   for (int t = 0; t < n; ++t) {
-    float a[16], b[16];
+    float a[16] = {}, b[16];
     for (int g = 0; g < G; ++g) {
       float acc = 0.0f;
       for (int i = 0; i < 4; ++i) acc = Fma(q[4 * g + i], k[static_cast<size_t>(t) * hd + 4 * g + i], acc);

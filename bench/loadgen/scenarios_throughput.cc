@@ -84,8 +84,7 @@ pid_t StartPerf(pid_t server, double seconds, const std::string& data) {
   pid_t p = ::fork();
   if (p == 0) {
     std::string pid = std::to_string(server), secs = Fmt(seconds, 2);
-    ::freopen("/dev/null", "w", stdout);
-    ::freopen("/dev/null", "w", stderr);
+    if (!::freopen("/dev/null", "w", stdout) || !::freopen("/dev/null", "w", stderr)) std::_Exit(127);
     ::execl("/usr/bin/perf", "perf", "record", "-q", "-F", "997", "-e", "cpu-clock", "-p", pid.c_str(), "-o",
             data.c_str(), "--", "sleep", secs.c_str(), static_cast<char*>(nullptr));
     std::_Exit(127);

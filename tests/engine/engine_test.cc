@@ -228,7 +228,7 @@ TEST(Engine, CancelWaitingRequestNeverReachesTheModel) {
   backend::GenerationRequest longr = MakeRequest(5, false);
   longr.prompt_tokens.resize(1);
   longr.max_new_tokens = 120;
-  auto a = NewStream("a");
+  auto a = NewGatedStream("a");  // holds the one slot until cancelled, however fast the runner
   auto b = NewStream("b");
   ASSERT_TRUE(e->Submit(a, longr, nullptr));
   ASSERT_TRUE(e->Submit(b, MakeRequest(6, false), nullptr));
@@ -427,7 +427,10 @@ TEST(Engine, RefusesWhenTheWaitingListIsFullAndRequestsThatCanNeverRun) {
   backend::GenerationRequest longr = MakeRequest(30, false);
   longr.prompt_tokens.resize(1);
   longr.max_new_tokens = 120;
-  auto a = NewStream("a");
+  // `a` holds the one slot until cancelled, however fast the runner: its
+  // reader takes nothing (the lab gate), so after its first step the engine
+  // waits for it and `a` cannot finish.
+  auto a = NewGatedStream("a");
   ASSERT_TRUE(e->Submit(a, longr, nullptr));
   ASSERT_TRUE(WaitFor([&] { return TokenCount(*a) >= 1; }));
   auto b = NewStream("b"), c = NewStream("c"), d = NewStream("d");
@@ -482,7 +485,9 @@ TEST(Engine, QueueTimeoutIsARetryableError) {
   backend::GenerationRequest longr = MakeRequest(33, false);
   longr.prompt_tokens.resize(1);
   longr.max_new_tokens = 120;
-  auto a = NewStream("a");
+  // Gated as above: on an H200 an ungated `a` ran all its 120 tokens before
+  // the 20 ms below had passed, and `b` got the slot.
+  auto a = NewGatedStream("a");
   ASSERT_TRUE(e->Submit(a, longr, nullptr));
   ASSERT_TRUE(WaitFor([&] { return TokenCount(*a) >= 1; }));
   backend::GenerationRequest w = MakeRequest(34, false);
