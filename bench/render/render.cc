@@ -94,7 +94,9 @@ void Table(std::string* md, const std::vector<std::string>& cols, const std::vec
 void RenderConvention(std::string* md, const Value& d, const std::string& file, const std::string& results_dir) {
   *md += "### " + Str(d.Find("title")) + "\n\n";
   const Value* m = d.Find("machine");
-  std::string machine = m ? Str(m->Find("cpu")) + ", " + Str(m->Find("cores")) + " cores" : "unknown machine";
+  std::string machine = "unknown machine";
+  if (m && m->Find("gpu")) machine = Str(m->Find("gpu"));  // bench/gpu/gpu_bench names the GPU alone
+  else if (m) machine = Str(m->Find("cpu")) + ", " + Str(m->Find("cores")) + " cores";
   *md += "`" + file + "` · " + Str(d.Find("mode")) + " mode · " + Str(d.Find("date")) + " · " + machine;
   if (d.Find("loadavg_start")) {
     *md += " · load average " + Str(d.Find("loadavg_start")) + " → " + Str(d.Find("loadavg_end"));

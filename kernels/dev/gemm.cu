@@ -30,7 +30,8 @@
 //   Report() shows GB/s of weights + x + y (y twice for kAccumulate) and
 //   TFLOP/s against the fp32 FMA ceiling (3xTF32's useful flops, not its 3x).
 //
-// Versions (not yet run on a GPU: every number below is an expectation):
+// Versions (the predictions, written before any GPU ran them; what an H200
+// measured, 2026-12-04, bench/results/gpu-2026-12-04/kernels.log, follows):
 //   v1 naive: one thread per output, W (K, N) row-major read down a column
 //      (coalesced across threads), x broadcast. Reads W once per row of x
 //      (M x the floor; L2 absorbs part of it at small matrices); at M = 1
@@ -46,6 +47,13 @@
 //      and row group instead of 64 FMAs per lane; should match v2 at M <= 8
 //      (memory-bound) and be ~2-3x faster at M = 32 and 256.
 //   (v4 bf16 weights: not written.)
+// Measured on the H200 (copy ceiling 4229 GB/s): the predictions were wrong
+// in both directions. v2 at M = 1 reaches 13-14% of the copy rate on the
+// layer matrices (0.010-0.016 ms: launch and split-K latency, not bytes) and
+// 36% on lm_head (0.101 ms), where naive v1 is faster (0.084 ms, 44%);
+// 3xTF32 (v3) is no faster than v2 at M <= 8 and only 1.1-1.3x at M = 32 and
+// 256 (lm_head M = 256: 1.46 ms vs 1.90), not 2-3x. A decode step of the 49
+// matrix calls costs v2 0.745 ms at M = 1 against a 0.117 ms byte floor.
 #include <cuda_runtime.h>
 
 #include <algorithm>
