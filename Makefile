@@ -93,9 +93,9 @@ layer_srcs = $(filter-out $(NOT_THIS_BUILD),$(wildcard $(call layer_dir,$(1))/*.
              $(if $(and $(filter kernels,$(1)),$(filter 1 emu,$(CUDA))),$(wildcard kernels/*.cu))
 layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(call layer_srcs,$(1))))
 # The layers, each before every layer it includes (docs/ARCHITECTURE.md's
-# table; tests/api/layering_test.cc checks both). The archives are linked in
+# table; tests/docs/layering_test.cc checks both). The archives are linked in
 # this order with no link group, so an include cycle fails the link.
-LAYER_ORDER := api client web ws cuda kernels model engine backend http sse stream tokenizer cpu net json common
+LAYER_ORDER := app openai service client web ws sse wire cuda kernels model engine backend http stream tokenizer cpu net json common
 LAYERS   := $(LAYER_ORDER)
 # The CPU emulator's build (CUDA=emu; make test-gpu-emu) compiles only what
 # differs from the plain build -- kernels/ (the .cu files, as C++ against

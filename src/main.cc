@@ -3,35 +3,35 @@
 //   tokenwire serve [flags]               the streaming server
 //   tokenwire generate [flags] "prompt"   one completion streamed to stdout
 //
-// Here and in api::GenerateMain (for generate) a failed Status becomes an
+// Here and in app::GenerateMain (for generate) a failed Status becomes an
 // exit code; nowhere else.
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
 
-#include "api/app.h"
-#include "api/config.h"
-#include "api/generate_cli.h"
+#include "app/app.h"
+#include "app/config.h"
+#include "app/generate_cli.h"
 
 namespace {
 
-void Usage(FILE* f) { std::fputs(tw::api::ProgramUsage().c_str(), f); }
+void Usage(FILE* f) { std::fputs(tw::app::ProgramUsage().c_str(), f); }
 
 int Serve(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::fputs(tw::api::ServeHelp().c_str(), stdout);
+      std::fputs(tw::app::ServeHelp().c_str(), stdout);
       return 0;
     }
   }
-  tw::api::Config cfg;
-  tw::Status s = tw::api::ParseServeFlags(argc, argv, 2, &cfg);
+  tw::app::Config cfg;
+  tw::Status s = tw::app::ParseServeFlags(argc, argv, 2, &cfg);
   if (!s.ok()) {
     std::fprintf(stderr, "tokenwire serve: %s\n", s.message().c_str());
     return 2;
   }
-  tw::api::App app(cfg);
+  tw::app::App app(cfg);
   s = app.Init(/*watch_signals=*/true);
   if (!s.ok()) {
     std::fprintf(stderr, "tokenwire serve: %s\n", s.message().c_str());
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   }
   std::string_view cmd = argv[1];
   if (cmd == "serve") return Serve(argc, argv);
-  if (cmd == "generate") return tw::api::GenerateMain(argc, argv, 2);
+  if (cmd == "generate") return tw::app::GenerateMain(argc, argv, 2);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     Usage(stdout);
     return 0;

@@ -55,9 +55,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "api/app.h"
-#include "api/backends.h"
-#include "api/config.h"
+#include "app/app.h"
+#include "app/backends.h"
+#include "app/config.h"
 #include "backend/backend.h"
 #include "client/sse_client.h"
 #include "engine/engine.h"
@@ -165,7 +165,7 @@ std::unique_ptr<engine::Engine> MakeEngine(Ctx& c, int max_batch, int threads, b
   // default, max_batch full contexts, would be 2.4 GB for the gpt2 shape).
   o.num_kv_blocks = max_batch * engine::BlocksFor(std::min(c.model->config().n_ctx, 448), 16);
   std::unique_ptr<engine::ModelRunner> runner;
-  Status s = api::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), &runner, "fp32",
+  Status s = app::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), &runner, "fp32",
                              c.weights);
   std::unique_ptr<engine::Engine> e;
   if (s.ok()) s = engine::Engine::Create(std::move(runner), &c.tok, o, &e);
@@ -642,7 +642,7 @@ std::vector<Row> Prefix(Ctx& c, const Args& a, Report* rep) {
 
 // An App (--backend cpu, same model) on a loopback ephemeral port.
 struct ServerRun {
-  std::unique_ptr<api::App> app;
+  std::unique_ptr<app::App> app;
   std::thread runner;
   engine::Engine* eng = nullptr;
   uint16_t port = 0;
@@ -658,10 +658,10 @@ struct ServerRun {
     for (auto& f : flags) argv_s.push_back(f);
     std::vector<char*> argv;
     for (auto& x : argv_s) argv.push_back(x.data());
-    api::Config cfg;
-    Status s = api::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, &cfg);
+    app::Config cfg;
+    Status s = app::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, &cfg);
     if (s.ok()) {
-      app = std::make_unique<api::App>(cfg);
+      app = std::make_unique<app::App>(cfg);
       s = app->Init(false);
     }
     if (!s.ok()) {

@@ -7,7 +7,7 @@
 // ApiError: a code from the contract's list, the HTTP status it answers
 // with, a message naming what failed, whether a retry can succeed, and the
 // optional fields the contract adds (the JSON byte offset, the request field
-// at fault, Retry-After, resume_from, oldest_available).
+// at fault, Retry-After, resume_from, oldest_available, the stream's id).
 //
 // Only the edges turn one into bytes: http::Responder::SendError (our JSON
 // envelope), the SSE and WebSocket formats (error events), the OpenAI layer
@@ -62,6 +62,7 @@ struct ApiError {
   int64_t retry_after_ms = 0;     // > 0: Retry-After (rounded up to seconds)
   int64_t resume_from = -1;       // >= 0: the last event the subscriber took
   int64_t oldest_available = -1;  // >= 0: resume_window_exceeded's oldest event held
+  std::string stream_id;          // != "": the stream a collected answer's ending belongs to
 
   // The code's default status and retryability, this message.
   static ApiError Make(ErrorCode code, std::string message);

@@ -4,8 +4,8 @@
 // failed and why (the system call and strerror(errno), the tensor and its
 // expected shape, the byte offset in the input). Library code returns Status
 // or fills an out-parameter; it never throws and never exits. Only the
-// command-line entry points (src/main.cc, api::GenerateMain in
-// src/api/generate_cli.cc, weights_tool/main.cc) turn a failed Status into
+// command-line entry points (src/main.cc, app::GenerateMain in
+// src/app/generate_cli.cc, weights_tool/main.cc) turn a failed Status into
 // an exit code.
 #pragma once
 

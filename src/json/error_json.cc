@@ -30,6 +30,10 @@ void AppendErrorObject(std::string* out, const ApiError& e) {
     *out += ",\"oldest_available\":";
     *out += std::to_string(e.oldest_available);
   }
+  if (!e.stream_id.empty()) {
+    *out += ",\"stream\":";
+    json::AppendQuoted(out, e.stream_id);
+  }
   *out += '}';
 }
 

@@ -1,7 +1,7 @@
 #include "ws/ws_session.h"
 
 #include "json/error_json.h"
-#include "sse/event_json.h"
+#include "wire/event_json.h"
 
 namespace tw::ws {
 
@@ -36,7 +36,7 @@ class WsSession::Slot : public stream::Subscription {
       cached = &scratch_;
     }
     std::string& m = *cached;
-    if (m.empty()) sse::AppendWsEventMessage(&m, ev, sse::EventContext{id_, session_->options_.model});
+    if (m.empty()) wire::AppendWsEventMessage(&m, ev, wire::EventContext{id_, session_->options_.model});
     if (ws->buffered_bytes() + m.size() + kMaxFrameHeaderBytes + session_->options_.reserve_bytes >
         ws->max_output_bytes()) {
       return stream::DeliverResult::kNoRoom;

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/backends.h"
+#include "app/backends.h"
 #include "engine/engine.h"
 #include "json/json.h"
 #include "model/gpt2.h"
@@ -56,7 +56,7 @@ inline std::string TestRunnerKind() {
 inline std::unique_ptr<engine::Engine> MakeEngine(engine::EngineOptions o) {
   const TinyModel& m = TinyModel::Get();
   std::unique_ptr<engine::ModelRunner> runner;
-  Status s = api::MakeRunner(TestRunnerKind(), m.model, engine::RunnerLimitsFor(o, m.model->config().n_ctx),
+  Status s = app::MakeRunner(TestRunnerKind(), m.model, engine::RunnerLimitsFor(o, m.model->config().n_ctx),
                              &runner);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return nullptr;

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <thread>
 
-#include "api/app_fixture.h"
-#include "api/config.h"
+#include "app/app_fixture.h"
+#include "app/config.h"
 #include "engine/engine_test_util.h"
 #include "stream/hub.h"
 
@@ -139,21 +139,21 @@ TEST(LabNaive, UngatedStreamsDoNotWaitForReaders) {
   EXPECT_EQ(e->stats().reader_waits, 0u);
 }
 
-Status ParseFlags(std::vector<std::string> args, api::Config* cfg) {
+Status ParseFlags(std::vector<std::string> args, app::Config* cfg) {
   args.insert(args.begin(), {"tokenwire", "serve"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  return api::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, cfg);
+  return app::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, cfg);
 }
 
 TEST(LabPolicyFlags, NeedLabAndAreNamedInTheError) {
   for (const char* p : {"naive", "unbounded"}) {
-    api::Config cfg;
+    app::Config cfg;
     Status s = ParseFlags({"--policy", p}, &cfg);
     ASSERT_FALSE(s.ok()) << p;
     EXPECT_NE(s.message().find("--lab"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find(p), std::string::npos) << s.message();
-    api::Config before, after;
+    app::Config before, after;
     ASSERT_TRUE(ParseFlags({"--lab", "--policy", p}, &before).ok()) << p;
     ASSERT_TRUE(ParseFlags({std::string("--policy=") + p, "--lab"}, &after).ok()) << p;
     EXPECT_EQ(before.policy, p);
@@ -164,18 +164,18 @@ TEST(LabPolicyFlags, NeedLabAndAreNamedInTheError) {
     EXPECT_TRUE(stream::IsLabPolicy(parsed));
     EXPECT_STREQ(stream::PolicyName(parsed), p);
   }
-  api::Config cfg;
+  app::Config cfg;
   EXPECT_FALSE(ParseFlags({"--lab", "--policy", "fastest"}, &cfg).ok());
-  cfg = api::Config();
+  cfg = app::Config();
   Status pad = ParseFlags({"--lab-pad-bytes", "100"}, &cfg);
   ASSERT_FALSE(pad.ok());
   EXPECT_NE(pad.message().find("--lab"), std::string::npos) << pad.message();
-  cfg = api::Config();
+  cfg = app::Config();
   ASSERT_TRUE(ParseFlags({"--lab-pad-bytes", "100", "--lab"}, &cfg).ok());
   EXPECT_EQ(cfg.lab_pad_bytes, 100);
-  cfg = api::Config();
+  cfg = app::Config();
   EXPECT_FALSE(ParseFlags({"--lab", "--lab-pad-bytes", "70000"}, &cfg).ok());
-  cfg = api::Config();
+  cfg = app::Config();
   ASSERT_TRUE(ParseFlags({"--policy", "pause_producer"}, &cfg).ok());
   stream::Policy parsed;
   ASSERT_TRUE(stream::ParsePolicy("pause_producer", &parsed));
@@ -330,16 +330,16 @@ TEST(LabHttp, UnboundedStopsAtItsEventCap) {
 // backend: --prefill-batch-tokens has its documented default and range
 // [1, 256] (max_prefill_chunk_tokens), and its value reaches the engine.
 TEST(EngineFlags, PrefillBatchTokensIsBoundedAndReachesTheEngine) {
-  api::Config cfg;
+  app::Config cfg;
   ASSERT_TRUE(ParseFlags({}, &cfg).ok());
   EXPECT_EQ(cfg.prefill_batch_tokens, 64);
   for (const char* bad : {"0", "257"}) {
-    cfg = api::Config();
+    cfg = app::Config();
     Status s = ParseFlags({"--prefill-batch-tokens", bad}, &cfg);
     EXPECT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.message().find("--prefill-batch-tokens"), std::string::npos) << s.message();
   }
-  cfg = api::Config();
+  cfg = app::Config();
   ASSERT_TRUE(ParseFlags({"--prefill-batch-tokens", "256"}, &cfg).ok());
   AppServer srv({"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"), "--threads", "1",
                  "--prefill-batch-tokens", "16"});
@@ -348,7 +348,7 @@ TEST(EngineFlags, PrefillBatchTokensIsBoundedAndReachesTheEngine) {
 }
 
 TEST(LabPolicyFlags, NaiveNeedsTheCpuEngine) {
-  api::Config cfg;
+  app::Config cfg;
   Status s = ParseFlags({"--lab", "--policy", "naive", "--backend", "mock"}, &cfg);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("--backend cpu"), std::string::npos) << s.message();

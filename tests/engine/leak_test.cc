@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "api/app_fixture.h"
+#include "app/app_fixture.h"
 #include "support/chunking.h"
 
 namespace tw::testing {

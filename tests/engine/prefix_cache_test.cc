@@ -14,8 +14,8 @@
 #include <cstring>
 #include <random>
 
-#include "api/app_fixture.h"
-#include "api/config.h"
+#include "app/app_fixture.h"
+#include "app/config.h"
 #include "cpu/thread_pool.h"
 #include "engine/block_pool.h"
 #include "engine/engine_test_util.h"
@@ -474,13 +474,13 @@ TEST_P(PrefixCacheEngine, CancelOfASequenceWhoseBlocksOthersShare) {
 // Through the server: --prefix-cache on (the default) and off give the same
 // completion, and the cache's counters reach /stats and /metrics.
 TEST(PrefixCacheHttp, TheFlagReachesTheEngineAndTheCountersAreServed) {
-  api::Config cfg;
+  app::Config cfg;
   char prog[] = "tokenwire", flag[] = "--prefix-cache", bad[] = "maybe";
   char* argv[] = {prog, flag, bad};
-  Status s = api::ParseServeFlags(3, argv, 1, &cfg);
+  Status s = app::ParseServeFlags(3, argv, 1, &cfg);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("--prefix-cache: on or off"), std::string::npos) << s.message();
-  EXPECT_TRUE(api::Config().prefix_cache) << "on by default";
+  EXPECT_TRUE(app::Config().prefix_cache) << "on by default";
 
   std::string prompt;
   for (int i = 0; i < 8; i++) prompt += "The quick brown fox jumps over the lazy dog. ";

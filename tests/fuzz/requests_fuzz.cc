@@ -1,8 +1,8 @@
 // libFuzzer target for the request parsers of the API layer: our
-// generation request (api::ParseGenerationRequest, DESIGN.md §4), OpenAI's
-// completions and chat requests (api::ParseCompletionRequest,
-// api::ParseChatRequest, docs/openai.md), and the chat template file
-// (api::ChatTemplate::Parse, the same bytes read as a template). For any
+// generation request (service::ParseGenerationRequest, DESIGN.md §4), OpenAI's
+// completions and chat requests (openai::ParseCompletionRequest,
+// openai::ParseChatRequest, docs/openai.md), and the chat template file
+// (openai::ChatTemplate::Parse, the same bytes read as a template). For any
 // input bytes:
 // - the template parses, or is refused with "line L, byte B: …", B inside
 //   the input;
@@ -19,10 +19,10 @@
 #include <string>
 #include <string_view>
 
-#include "api/chat.h"
-#include "api/completions.h"
-#include "api/generation_request.h"
 #include "fuzz/embedded_tokenizer.h"
+#include "openai/chat.h"
+#include "openai/completions.h"
+#include "service/generation_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -44,7 +44,8 @@ void CheckRefusal(const tw::ApiError& e, size_t size, const char* who) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace tw::api;
+  using namespace tw::openai;
+  using namespace tw::service;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const tw::tokenizer::Tokenizer& tok = tw::fuzz::EmbeddedTokenizer();
   RequestBounds bounds;

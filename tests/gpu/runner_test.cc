@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "api/backends.h"
+#include "app/backends.h"
 #include "cuda/cuda_runner.h"
 #include "engine/block_allocator.h"
 #include "gpu/gpu_test_util.h"
@@ -431,8 +431,8 @@ TEST(CudaRunner, GreedyTokensEqualTheCpuRunnersAloneAndInABatch) {
   const std::vector<std::vector<int32_t>> prompts = GoldenPrompts(model->config().vocab_size);
   engine::RunnerLimits l = Limits(8, 64);
   std::unique_ptr<engine::ModelRunner> cpu, gpu;
-  TW_ASSERT_OK(api::MakeRunner("cpu", model, l, &cpu));
-  TW_ASSERT_OK(api::MakeRunner("cuda", model, l, &gpu));
+  TW_ASSERT_OK(app::MakeRunner("cpu", model, l, &cpu));
+  TW_ASSERT_OK(app::MakeRunner("cuda", model, l, &gpu));
   ASSERT_STREQ(gpu->kind(), "cuda");
   const int kSteps = CiShapes() ? 12 : 24;
   const std::vector<std::vector<int32_t>> want = Greedy(cpu.get(), prompts, kSteps, /*batch=*/false);

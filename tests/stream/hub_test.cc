@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "sse/event_json.h"
+#include "wire/event_json.h"
 #include "stream/hub.h"
 #include "stream/loop_fixture.h"
 
@@ -824,7 +824,7 @@ TEST(HubLab, PaddingGoesIntoTokenEventsOnly) {
   ASSERT_TRUE(s->ReadFrom(1, 10, &evs));
   ASSERT_EQ(evs.size(), 3u);
   std::string data[3];
-  for (int i = 0; i < 3; i++) sse::AppendEventData(&data[i], *evs[i], sse::EventContext{"pad", "m"});
+  for (int i = 0; i < 3; i++) wire::AppendEventData(&data[i], *evs[i], wire::EventContext{"pad", "m"});
   EXPECT_EQ(data[0], "{\"stream\":\"pad\",\"model\":\"m\",\"prompt_tokens\":1}");
   EXPECT_EQ(data[1], "{\"index\":0,\"token\":125,\"text\":\"}\",\"pad\":\"..........\"}");
   EXPECT_EQ(data[2], "{\"finish_reason\":\"length\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}");

@@ -1,6 +1,6 @@
 // Reading the project's own text in tests: a file of the source tree, and the
 // command-line flags a text names. Shared by the tests that keep the docs and
-// help texts in step with the code (tests/api/docs_test.cc, help_test.cc,
+// help texts in step with the code (tests/docs/docs_test.cc, help_test.cc,
 // doc_names_test.cc).
 #pragma once
 

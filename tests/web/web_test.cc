@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "api/app_fixture.h"
+#include "app/app_fixture.h"
 #include "client/http_client.h"
 #include "web/assets.h"
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "api/app_fixture.h"
+#include "app/app_fixture.h"
 #include "support/chunking.h"
 #include "support/ws_test_client.h"
 

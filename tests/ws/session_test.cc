@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "api/app_fixture.h"
+#include "app/app_fixture.h"
 #include "support/ws_test_client.h"
 
 namespace tw::ws {
@@ -616,9 +616,9 @@ TEST(WsSession, EchoEndpointIsOffWithoutLab) {
   std::vector<std::string> args = {"tokenwire", "serve", "--port", "0", "--backend", "mock"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  api::Config cfg;
-  ASSERT_TRUE(api::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, &cfg).ok());
-  api::App app(cfg);
+  app::Config cfg;
+  ASSERT_TRUE(app::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, &cfg).ok());
+  app::App app(cfg);
   ASSERT_TRUE(app.Init(false).ok());
   Status run;
   std::thread t([&] { run = app.Run(); });

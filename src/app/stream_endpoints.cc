@@ -1,0 +1,440 @@
+// TokenWire's own endpoints (DESIGN.md §4-§6), App members: the stream
+// endpoints (POST /v1/stream, /v1/streams, /v1/generate; resume, status and
+// cancel under /v1/streams/{id}), tokenize and detokenize, /metrics, /stats,
+// the lab emission log, and the WebSocket routes. app/app.cc routes
+// requests here; the requests are parsed by service/generation_request.h.
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/app.h"
+#include "app/collect_subscription.h"
+#include "backend/mock_backend.h"
+#include "json/json.h"
+#include "sse/sse_subscription.h"
+#include "ws/echo_endpoint.h"
+#include "ws/ws_routes.h"
+#include "ws/ws_session.h"
+
+namespace tw::app {
+
+namespace {
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+ApiError UnknownStream(const std::string& id) {
+  return ApiError::Make(ErrorCode::kNotFound, "unknown or expired stream '" + id + "'");
+}
+
+}  // namespace
+
+void App::AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiError*)> make) {
+  service::PrepareAs<std::string>(
+      this, std::move(r), std::move(make),
+      [this](std::string& body, http::Responder r) {
+        r.Send(200, "application/json", std::move(body), info_.extra_headers);
+      },
+      [this](http::Responder& r, const ApiError& e) { SendError(r, e); });
+}
+
+void App::StartGeneration(const http::Request& req, http::Responder r, Launched then) {
+  service::PrepareAs<service::ParsedGeneration>(
+      this, std::move(r),
+      [this, body = req.body](service::ParsedGeneration* g, ApiError* why) {
+        return service::ParseGenerationRequest(body, tokenizer_, info_.bounds, info_.default_policy, g, why);
+      },
+      [this, then = std::move(then)](service::ParsedGeneration& g, http::Responder r) {
+        ApiError why;
+        std::shared_ptr<stream::Stream> s = Launch(std::move(g), &why);
+        if (!s) {
+          r.SendError(why, info_.extra_headers);
+          return;
+        }
+        then(s, std::move(r));
+      },
+      [this](http::Responder& r, const ApiError& e) { r.SendError(e, info_.extra_headers); });
+}
+
+void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after) {
+  sse::SseSubscription::Options o;
+  o.heartbeat_ms = config_.heartbeat_ms;
+  o.stream_id = s->id();
+  o.extra_headers = info_.extra_headers;
+  http::Responder keep = r;
+  auto sub = std::make_shared<sse::SseSubscription>(
+      &loop_, hub_.get(), std::move(r), std::move(o),
+      std::make_unique<sse::TokenWireSseFormat>(s->id(), info_.model), [this](sse::SseSubscription* self) { Release(self); });
+  Keep(sub.get(), sub);
+  uint64_t oldest = 0;
+  uint64_t head = 0;
+  stream::Stream::AttachResult res = hub_->Attach(s, sub.get(), after, &oldest, &head);
+  if (res == stream::Stream::AttachResult::kOk) {
+    // Headers go out now even if no event is due yet (a resume at the head).
+    if (subscriptions_.count(sub.get())) sub->Start();
+    return;
+  }
+  Release(sub.get());
+  if (res == stream::Stream::AttachResult::kWindowExceeded) {
+    ApiError e = ApiError::Make(ErrorCode::kResumeWindowExceeded,
+                                "event " + std::to_string(after + 1) +
+                                    " has left the resume window; the oldest event still held is " +
+                                    std::to_string(oldest));
+    e.oldest_available = static_cast<int64_t>(oldest);
+    keep.SendError(e, info_.extra_headers);
+  } else if (res == stream::Stream::AttachResult::kPastHead) {
+    keep.SendError(stream::ResumePastHeadError(s->id(), after, head, s->finished()), info_.extra_headers);
+  } else {
+    ApiError e = ApiError::Make(ErrorCode::kOverloaded, "too many subscribers on this stream (--max-subscribers)");
+    e.retry_after_ms = 1000;
+    keep.SendError(e, info_.extra_headers);
+  }
+}
+
+void App::HandleStream(const http::Request& req, http::Responder r, bool attach) {
+  StartGeneration(req, std::move(r), [this, attach](const std::shared_ptr<stream::Stream>& s, http::Responder r) {
+    if (attach) {
+      AttachSse(s, std::move(r), 0);
+      return;
+    }
+    hub_->StartDetached(s);
+    std::string body = "{\"stream\":\"" + s->id() + "\",\"events\":\"/v1/streams/" + s->id() + "/events\"}";
+    http::Headers h = info_.extra_headers;
+    h.emplace_back("X-Stream-Id", s->id());
+    h.emplace_back("Location", "/v1/streams/" + s->id());
+    r.Send(201, "application/json", body, h);
+  });
+}
+
+void App::HandleGenerate(const http::Request& req, http::Responder r) {
+  StartGeneration(req, std::move(r), [this](const std::shared_ptr<stream::Stream>& s, http::Responder r) {
+    CollectGeneration(s, std::move(r));
+  });
+}
+
+void App::CollectGeneration(const std::shared_ptr<stream::Stream>& s, http::Responder r) {
+  auto sub = std::make_shared<CollectSubscription>(r, s->id(), [this](void* self) { Release(self); });
+  Keep(sub.get(), sub);
+  uint64_t oldest = 0;
+  hub_->Attach(s, sub.get(), 0, &oldest);  // a fresh stream: cannot be refused
+}
+
+void App::HandleEvents(const http::Request& req, http::Responder r) {
+  if (shutting_down_) {
+    // Its generation was cancelled by the drain: a resume here could only
+    // end in `cancelled`. Retryable: the client learns to start again.
+    r.SendError(Draining(), info_.extra_headers);
+    return;
+  }
+  std::string id(r.Param("id"));
+  auto s = hub_->Find(id);
+  if (!s) {
+    hub_->CountResumeNotFound();
+    r.SendError(UnknownStream(id), info_.extra_headers);
+    return;
+  }
+  uint64_t after = 0;
+  std::string_view v = req.Header("Last-Event-ID");
+  const char* source = "Last-Event-ID";
+  if (v.empty()) {
+    v = req.QueryParam("after");
+    source = "after";
+  }
+  if (v.empty()) {
+    v = req.QueryParam("starting_after");
+    source = "starting_after";
+  }
+  if (!v.empty() && !ParseU64(v, &after)) {
+    r.SendError(ApiError::Make(ErrorCode::kInvalidRequest,
+                               std::string(source) + " must be a non-negative integer (an event id)"),
+                info_.extra_headers);
+    return;
+  }
+  AttachSse(s, std::move(r), after);
+}
+
+void App::HandleStatus(const http::Request&, http::Responder r) {
+  std::string id(r.Param("id"));
+  auto s = hub_->Find(id);
+  if (!s) {
+    r.SendError(UnknownStream(id), info_.extra_headers);
+    return;
+  }
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("stream");
+  w.String(s->id());
+  w.Key("state");
+  w.String(s->finished() ? "finished" : hub_->paused(*s) ? "paused" : "running");
+  // How it ended, once it has: done's finish_reason (length, stop, eos,
+  // cancelled) or "error" for an error event.
+  if (stream::EventPtr end = s->terminal_event()) {
+    w.Key("finish_reason");
+    w.String(end->type == stream::EventType::kDone ? stream::FinishReasonName(end->finish_reason) : "error");
+  }
+  w.Key("policy");
+  w.String(stream::PolicyName(hub_->policy_of(*s)));
+  w.Key("last_event_id");
+  w.Int(static_cast<int64_t>(s->head_seq()));
+  w.Key("oldest_available");
+  w.Int(static_cast<int64_t>(s->oldest_seq()));
+  w.Key("subscribers");
+  w.Int(static_cast<int64_t>(s->subscriber_count()));
+  w.Key("bytes_held");
+  w.Int(static_cast<int64_t>(s->bytes_held()));
+  w.EndObject();
+  r.Send(200, "application/json", body, info_.extra_headers);
+}
+
+void App::HandleDelete(const http::Request&, http::Responder r) {
+  std::string id(r.Param("id"));
+  auto s = hub_->Find(id);
+  if (!s) {
+    r.SendError(UnknownStream(id), info_.extra_headers);
+    return;
+  }
+  http::Headers h = info_.extra_headers;
+  // 204 only once the producer has exited (and, for the engine, released
+  // its KV blocks): the hub runs this callback at that moment.
+  hub_->Cancel(s, [r, h]() mutable { r.Send(204, "", "", h); });
+}
+
+void App::HandleTokenize(const http::Request& req, http::Responder r) {
+  AnswerOffLoop(std::move(r), [this, body = req.body](std::string* out, ApiError* err) {
+    json::Value v;
+    if (!service::ParseRequestBody(body, info_.bounds, &v, err)) return false;
+    const json::Value* text = v.Find("text");
+    if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"text\": string}");
+      return false;
+    }
+    std::vector<tokenizer::TokenId> ids = tokenizer_.Encode(text->as_string());
+    json::Writer w(out);
+    w.BeginObject();
+    w.Key("tokens");
+    w.BeginArray();
+    for (auto id : ids) w.Int(id);
+    w.EndArray();
+    w.Key("count");
+    w.Int(static_cast<int64_t>(ids.size()));
+    w.EndObject();
+    return true;
+  });
+}
+
+void App::HandleDetokenize(const http::Request& req, http::Responder r) {
+  AnswerOffLoop(std::move(r), [this, body = req.body](std::string* out, ApiError* err) {
+    json::Value v;
+    if (!service::ParseRequestBody(body, info_.bounds, &v, err)) return false;
+    const json::Value* toks = v.Find("tokens");
+    if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"tokens\": [ids]}");
+      return false;
+    }
+    std::vector<tokenizer::TokenId> ids;
+    for (size_t i = 0; i < toks->items().size(); i++) {
+      const json::Value& t = toks->items()[i];
+      if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
+        *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, "tokens[" + std::to_string(i) + "] is not a token id");
+        return false;
+      }
+      ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
+    }
+    std::string bytes;
+    Status ds = tokenizer_.Decode(ids, &bytes);
+    if (!ds.ok()) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, ds.message());
+      return false;
+    }
+    // Token bytes need not be valid UTF-8 on their own; the writer replaces
+    // invalid sequences with U+FFFD so the answer is always valid JSON.
+    json::Writer w(out);
+    w.BeginObject();
+    w.Key("text");
+    w.String(bytes);
+    w.EndObject();
+    return true;
+  });
+}
+
+void App::HandleMetrics(http::Responder r) {
+  std::string text = metrics_.RenderPrometheus();
+  const stream::HubCounters& c = hub_->counters();
+  auto gauge = [&](const char* name, const char* help, uint64_t v) {
+    text += std::string("# HELP tokenwire_") + name + " " + help + "\n# TYPE tokenwire_" + name +
+            " gauge\ntokenwire_" + name + " " + std::to_string(v) + "\n";
+  };
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    text += std::string("# HELP tokenwire_") + name + " " + help + "\n# TYPE tokenwire_" + name +
+            " counter\ntokenwire_" + name + " " + std::to_string(v) + "\n";
+  };
+  gauge("active_streams", "Streams whose generation has not finished.", hub_->live_streams());
+  gauge("registered_streams", "Streams held (live or retained for resume).", hub_->registered_streams());
+  gauge("active_subscribers", "Subscribers attached to streams.", hub_->subscriber_count());
+  gauge("stream_bytes_held", "Event payload bytes held in resume rings.", hub_->bytes_held());
+  counter("streams_created_total", "Streams created.", c.streams_created);
+  counter("tokens_delivered_total", "Token events taken by a client socket (once per stream).", c.tokens_delivered);
+  counter("tokens_never_delivered_total", "Token events of finished streams that no client took.", c.tokens_never_delivered);
+  counter("slow_client_detaches_total", "Subscribers detached by drop_slow.", c.slow_client_detaches);
+  counter("producer_pauses_total", "Times a policy paused a producer.", c.pauses);
+  counter("producer_unpauses_total", "Times a paused producer was resumed.", c.unpauses);
+  counter("stall_cancels_total", "Generations cancelled by pause_then_cancel.", c.stall_cancels);
+  counter("linger_cancels_total", "Generations cancelled after --linger-ms without a subscriber.", c.linger_cancels);
+  counter("delete_cancels_total", "Generations cancelled by DELETE.", c.delete_cancels);
+  text += "# HELP tokenwire_resumes_total Resume attempts by result.\n# TYPE tokenwire_resumes_total counter\n";
+  text += "tokenwire_resumes_total{result=\"ok\"} " + std::to_string(c.resumes_ok) + "\n";
+  text += "tokenwire_resumes_total{result=\"window_exceeded\"} " + std::to_string(c.resumes_window_exceeded) + "\n";
+  text += "tokenwire_resumes_total{result=\"not_found\"} " + std::to_string(c.resumes_not_found) + "\n";
+  text += "# HELP tokenwire_streams_finished_total Streams by outcome (finish_reason).\n# TYPE tokenwire_streams_finished_total counter\n";
+  for (int i = 0; i < stream::kFinishReasons; i++) {
+    if (c.outcomes[i] == 0) continue;
+    text += std::string("tokenwire_streams_finished_total{outcome=\"") +
+            stream::FinishReasonName(static_cast<stream::FinishReason>(i)) + "\"} " +
+            std::to_string(c.outcomes[i]) + "\n";
+  }
+  r.Send(200, "text/plain; version=0.0.4; charset=utf-8", text);
+}
+
+void App::HandleStats(http::Responder r) {
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("streams");
+  w.BeginObject();
+  w.Key("live");
+  w.Int(static_cast<int64_t>(hub_->live_streams()));
+  w.Key("registered");
+  w.Int(static_cast<int64_t>(hub_->registered_streams()));
+  w.Key("subscribers");
+  w.Int(static_cast<int64_t>(hub_->subscriber_count()));
+  w.Key("bytes_held");
+  w.Int(static_cast<int64_t>(hub_->bytes_held()));
+  w.EndObject();
+  w.Key("engine");
+  w.BeginObject();
+  w.Key("backend");
+  w.String(backend_->kind());
+  std::vector<backend::StatField> fields;
+  backend_->Stats(&fields);
+  for (const backend::StatField& f : fields) {
+    w.Key(f.name);
+    w.Int(f.value);
+  }
+  w.EndObject();
+  w.Key("connections");
+  w.Int(static_cast<int64_t>(server_->connection_count()));
+  w.Key("prep");  // requests being parsed and tokenized off the loop
+  w.BeginObject();
+  w.Key("queued");
+  w.Int(static_cast<int64_t>(prep_->queued()));
+  w.Key("running");
+  w.Int(static_cast<int64_t>(prep_->running()));
+  w.EndObject();
+  w.EndObject();
+  r.Send(200, "application/json", body);
+}
+
+void App::HandleEmissions(const http::Request&, http::Responder r) {
+  auto* mock = dynamic_cast<backend::MockBackend*>(backend_.get());
+  if (mock == nullptr) {
+    r.SendError(ApiError::Make(ErrorCode::kNotFound, "emission logs exist only for --backend mock"));
+    return;
+  }
+  backend::MockBackend::EmissionLog log;
+  std::string id(r.Param("id"));
+  if (!mock->GetEmissionLog(id, &log)) {
+    r.SendError(ApiError::Make(ErrorCode::kNotFound, "no emission log for '" + id + "'"));
+    return;
+  }
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("stream");
+  w.String(id);
+  w.Key("tokens");
+  w.BeginArray();
+  for (int32_t t : log.tokens) w.Int(t);
+  w.EndArray();
+  w.Key("exited");
+  w.Bool(log.exited);
+  w.Key("finish_reason");
+  w.String(log.finish_reason);
+  if (log.exited && log.cancel_requested != stream::Clock::time_point{}) {
+    w.Key("cancel_to_exit_us");
+    w.Int(std::chrono::duration_cast<std::chrono::microseconds>(log.exit_time - log.cancel_requested).count());
+  }
+  w.EndObject();
+  r.Send(200, "application/json", body);
+}
+
+void App::AddWebSocketRoutes() {
+  ws::HandshakeOptions hs;
+  std::string_view list = config_.ws_allowed_origins;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view o = list.substr(0, comma);
+    while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+    while (!o.empty() && o.back() == ' ') o.remove_suffix(1);
+    if (!o.empty()) hs.allowed_origins.emplace_back(o);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  ws::WsOptions wo;
+  wo.max_message_bytes = static_cast<size_t>(config_.ws_max_message_bytes);
+  wo.heartbeat_ms = config_.heartbeat_ms;
+  wo.pong_timeout_ms = config_.ws_pong_timeout_ms;
+  ws::SessionOptions so;
+  so.max_streams_per_connection = static_cast<size_t>(config_.ws_max_streams_per_connection);
+  so.max_json_bytes = static_cast<size_t>(config_.ws_max_message_bytes);
+  so.max_json_depth = static_cast<int>(config_.max_json_depth);
+  so.model = info_.model;
+  router_.Add("GET", "/v1/ws", [this, hs, wo, so](const http::Request& req, http::Responder r) {
+    if (!Authorized(req, r)) return;
+    if (shutting_down_) {
+      r.SendError(Draining());
+      return;
+    }
+    ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so] {
+      return std::make_unique<ws::WsSession>(
+          &loop_, hub_.get(),
+          [this](const json::Value& m, std::function<bool()> wanted, ws::GenerationStarted then) {
+            StartWsGeneration(m, std::move(wanted), std::move(then));
+          },
+          so);
+    });
+  });
+  if (config_.lab) {
+    router_.Add("GET", "/lab/ws-echo", [this, hs, wo](const http::Request& req, http::Responder r) {
+      ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [] { return std::make_unique<ws::EchoEndpoint>(); });
+    });
+  }
+}
+
+void App::StartWsGeneration(const json::Value& message, std::function<bool()> still_wanted,
+                            ws::GenerationStarted then) {
+  struct Prepared {
+    json::Value message;
+    service::ParsedGeneration g;
+    ApiError why;
+    bool ok = false;
+  };
+  auto p = std::make_shared<Prepared>();
+  p->message = message;
+  bool queued = prep_->Submit(
+      [this, p] {
+        p->ok = service::ParseGenerationObject(p->message, tokenizer_, info_.bounds, info_.default_policy, &p->g, &p->why, {"op"});
+      },
+      [this, p, still_wanted = std::move(still_wanted), then]() {
+        if (!still_wanted()) return;  // the connection closed meanwhile: launch nothing
+        std::shared_ptr<stream::Stream> s;
+        if (p->ok) s = Launch(std::move(p->g), &p->why);
+        then(std::move(s), p->why);
+      });
+  if (!queued) then(nullptr, PrepOverloaded());
+}
+
+}  // namespace tw::app

@@ -1,0 +1,133 @@
+// OpenAI-compatible completions (DESIGN.md §9; the contract is docs/openai.md).
+//
+// POST /v1/completions takes OpenAI's legacy completions request and answers
+// in OpenAI's shapes: one `text_completion` object, or (stream: true) a
+// text/event-stream of `data: {chunk}` lines ending with `data: [DONE]`.
+// GET /v1/models and /v1/models/{id} list the one served model.
+//
+// The request is parsed once into a CompletionRequest, mapped onto our typed
+// generation request (ToGeneration) and launched through App::LaunchOpenAi:
+// one App::Launch per choice (`n`, choice i with seed + i), so the policies,
+// bounds, metrics and cancellation on disconnect are those of /v1/stream; the
+// answers (n choices, logprobs) are api/openai_response.h's. The parsing
+// helpers shared with chat (api/chat.h) are declared here too. Everything the parser can refuse is refused here, before the
+// first byte, with an OpenAI error object that names the param:
+//   400 invalid_request_error  bad JSON, unknown or unsupported param, bad value,
+//                              prompt + max_tokens over the context
+//                              (code context_length_exceeded)
+//   404 invalid_request_error  a model other than the served one (code model_not_found)
+// After the 200 of a stream, a failure is a `data: {"error":{…}}` line
+// followed by `data: [DONE]`.
+//
+// Threads: the parsing and JSON-building functions are pure (any thread);
+// App::LaunchOpenAi runs on the I/O thread.
+// Memory: a parsed request holds the prompt's token ids (bounded by the body
+// bound).
+// Never: blocks, throws, or sends a byte before a request is fully validated.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/api_error.h"
+#include "json/json.h"
+#include "openai/openai_response.h"
+#include "service/generation_request.h"
+
+namespace tw::tokenizer {
+class Tokenizer;
+}
+
+namespace tw::openai {
+
+// OpenAI's default max_tokens for legacy completions.
+inline constexpr int kOpenAiDefaultMaxTokens = 16;
+// The most choices one request may ask for (`n`): each is a stream of its
+// own, counted against --max-streams and the engine's batch like any other.
+inline constexpr int kMaxChoices = 16;
+// The most alternatives per token (`logprobs`, chat's `top_logprobs`): OpenAI's bound.
+inline constexpr int kMaxLogprobs = 20;
+
+// A validated completions request.
+struct CompletionRequest {
+  std::string model;
+  std::vector<int32_t> prompt_tokens;  // never empty
+  int max_tokens = kOpenAiDefaultMaxTokens;
+  double temperature = 1.0;            // OpenAI's default
+  double top_p = 1.0;
+  bool has_seed = false;
+  int64_t seed = 0;                    // >= 0
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;          // stream_options.include_usage
+  int n = 1;                           // choices, 1..kMaxChoices
+  int logprobs = -1;                   // -1: null; 0..kMaxLogprobs alternatives per token
+};
+
+// Parses and validates a POST /v1/completions body against the served model
+// id and the server's bounds. The prompt is tokenized here (a literal
+// "<|endoftext|>" is the special token, as in OpenAI's API). Returns false
+// with *err filled on any refusal; *err names the param.
+bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
+                            const service::RequestBounds& bounds, std::string_view model_id,
+                            CompletionRequest* out, ApiError* err);
+
+// Our generation request (DESIGN.md §4) for a validated completions request
+// (max_tokens → max_new_tokens; prompt tokens, temperature, top_p, seed,
+// stop and logprobs as they are).
+backend::GenerationRequest ToGeneration(const CompletionRequest& req);
+
+// The params both OpenAI APIs share and parse alike: temperature, top_p,
+// seed, stream, n, and the ones accepted only at their neutral value
+// (presence_penalty, frequency_penalty, logit_bias, user). True when `key`
+// is one of them (then *err is filled on a refusal and *ok says which).
+struct SharedParams {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  bool has_seed = false;
+  int64_t seed = 0;
+  bool stream = false;
+  int n = 1;
+};
+bool ParseSharedParam(const std::string& key, const json::Value& val, SharedParams* out, bool* ok, ApiError* err);
+// The model param: 400 when missing or not a string, 404 model_not_found for another id.
+bool CheckModel(const json::Value& body, std::string_view model_id, std::string* out, ApiError* err);
+// stop: a string or an array of up to max_stop_strings strings of 1..max_stop_bytes bytes.
+bool ParseStopParam(const json::Value& v, const service::RequestBounds& bounds, std::vector<std::string>* out, ApiError* err);
+// stream_options (only with stream: true): include_usage.
+bool ParseStreamOptionsParam(const json::Value* v, bool stream, bool* include_usage, ApiError* err);
+// A body as JSON (invalid_json names the byte in its message, OpenAI's
+// error having no offset field) that must be an object.
+bool ParseOpenAiBody(std::string_view body, const service::RequestBounds& bounds, json::Value* out, ApiError* err);
+// A refusal: status, param, message (code invalid_request unless given).
+bool RefuseParam(ApiError* err, int status, std::string param, std::string message,
+                 ErrorCode code = ErrorCode::kInvalidRequest);
+// prompt tokens + max_tokens over the context: 400 context_length_exceeded.
+bool CheckContext(size_t prompt_tokens, int max_tokens, const service::RequestBounds& bounds, ApiError* err);
+
+// One error of ours as OpenAI answers it: 422 becomes 400, prompt_too_long
+// names the param "prompt"; the rest as it is.
+ApiError ForOpenAi(ApiError e);
+
+// {"id","object":"model","created","owned_by":"tokenwire","base_model":true,
+//  "chat_template":"plain"|"file"}: GPT-2 is a base model (no instruction
+// tuning); chat requests go through a plain template (docs/openai.md).
+std::string ModelJson(std::string_view id, int64_t created, std::string_view chat_template = "plain");
+// {"object":"list","data":[ModelJson]}
+std::string ModelListJson(std::string_view id, int64_t created, std::string_view chat_template = "plain");
+
+// What the App launches for an OpenAI request of either API: the one
+// generation request every choice shares, and the response's shape.
+struct OpenAiLaunch {
+  backend::GenerationRequest request;  // choice i draws with seed + i
+  int n = 1;
+  bool stream = false;
+  CompletionMeta meta;     // api, include_usage, logprobs, n (id, created, model: set at launch)
+  std::string id_prefix;   // "cmpl-" or "chatcmpl-"
+};
+
+}  // namespace tw::openai

@@ -1,0 +1,634 @@
+// /v1/chat/completions, the chat template, n choices and logprobs on the
+// OpenAI endpoints (docs/openai.md): the template parser on good files and
+// on every kind of bad one (line and byte named) and every prefix of a good
+// one; the chat request parser (every rejection names its param); and,
+// against a server on the mock backend, the chat shapes streamed and not, n
+// choices interleaved with index i and seed + i, usage counting the prompt
+// once, logprobs in OpenAI's two shapes and on our own SSE events, and a
+// client that leaves cancelling every choice.
+#include "openai/chat.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "app/app_fixture.h"
+#include "client/sse_client.h"
+#include "sse/parser.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tw {
+namespace {
+
+using openai::ChatMessage;
+using openai::ChatRole;
+using openai::ChatTemplate;
+using testing::AppServer;
+using testing::ParseJson;
+
+const tokenizer::Tokenizer& Tok() {
+  static const tokenizer::Tokenizer* tok = [] {
+    auto* t = new tokenizer::Tokenizer();
+    Status s = tokenizer::Tokenizer::LoadEmbedded(t);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return t;
+  }();
+  return *tok;
+}
+
+service::RequestBounds Bounds() {
+  service::RequestBounds b;
+  b.max_new_tokens = 100;
+  b.context_length = 1024;
+  b.max_stop_strings = 4;
+  b.max_stop_bytes = 8;
+  b.vocab_size = static_cast<int>(Tok().vocab_size());
+  return b;
+}
+
+// ---- the chat template ------------------------------------------------------------
+
+TEST(ChatTemplate, PlainRendersUserAssistantTurnsAndEndsWithTheGenerationPrompt) {
+  const ChatTemplate t = ChatTemplate::Plain();
+  std::vector<ChatMessage> m = {{ChatRole::kSystem, "Be brief."},
+                                {ChatRole::kUser, "Hi"},
+                                {ChatRole::kAssistant, "Hello."},
+                                {ChatRole::kUser, "Capital of France?"}};
+  EXPECT_EQ(t.Render(m), "Be brief.\n\nUser: Hi\nAssistant: Hello.\nUser: Capital of France?\nAssistant:");
+  EXPECT_EQ(t.stop(), std::vector<std::string>{"\nUser:"});
+  EXPECT_EQ(t.name(), "plain");
+}
+
+constexpr const char* kGoodTemplate =
+    "# a template with every feature\n"
+    "\n"
+    "system = \"<<SYS>> {content} {{braces}}\\n\"\n"
+    "  user=\"Q: {content}\\n\"   \n"
+    "assistant = \"A: {content}\\n\"\n"
+    "generation = \"A: \\\"\"\n"
+    "stop = \"\\nQ:\"\n"
+    "stop = \"\\t\\\\\"\n";
+
+TEST(ChatTemplate, ParsesEscapesBracesCommentsAndStops) {
+  ChatTemplate t;
+  Status s = ChatTemplate::Parse(kGoodTemplate, &t);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(t.name(), "file");
+  EXPECT_EQ(t.Render({{ChatRole::kSystem, "S"}, {ChatRole::kUser, "U"}, {ChatRole::kAssistant, "X"}}),
+            "<<SYS>> S {braces}\nQ: U\nA: X\nA: \"");
+  EXPECT_EQ(t.stop(), (std::vector<std::string>{"\nQ:", "\t\\"}));
+}
+
+struct BadTemplate {
+  std::string text;
+  const char* where;  // "line L, byte B: "
+  const char* what;   // a piece of the message
+};
+
+TEST(ChatTemplate, EveryErrorNamesItsLineAndByte) {
+  const std::string ok = "system = \"{content}\"\nuser = \"{content}\"\nassistant = \"{content}\"\n";
+  const std::vector<BadTemplate> cases = {
+      {ok + "generation = \"x\"\nfoo = \"y\"\n", "line 5, byte 81: ", "unknown key 'foo'"},
+      {ok + "generation = \"x\"\nuser = \"{content}\"\n", "line 5, byte 81: ", "given twice"},
+      {ok + "generation \"x\"\n", "line 4, byte 75: ", "expected '='"},
+      {ok + "generation = x\n", "line 4, byte 77: ", "expected a '\"'"},
+      {ok + "generation = \"x\n", "line 4, byte 77: ", "not closed"},
+      {ok + "generation = \"x\\q\"\n", "line 4, byte 79: ", "unknown escape"},
+      {ok + "generation = \"x\" y\n", "line 4, byte 81: ", "after the closing"},
+      {ok + "generation = \"{content}\"\n", "line 4, byte 77: ", "cannot contain {content}"},
+      {ok + "generation = \"{x}\"\n", "line 4, byte 78: ", "neither '{{'"},
+      {ok + "generation = \"x}\"\n", "line 4, byte 79: ", "stray '}'"},
+      {ok + "generation = \"x\"\nstop = \"\"\n", "line 5, byte 88: ", "stop string must be"},
+      {"system = \"none\"\n", "line 1, byte 9: ", "exactly once"},
+      {"system = \"{content}{content}\"\n", "line 1, byte 9: ", "exactly once"},
+      {ok, "line 4, byte 64: ", "no 'generation'"},
+      {"= \"x\"\n", "line 1, byte 0: ", "expected a key"},
+      {"", "line 1, byte 0: ", "no 'system'"},
+  };
+  for (const BadTemplate& c : cases) {
+    ChatTemplate t;
+    Status s = ChatTemplate::Parse(c.text, &t);
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_EQ(s.message().rfind(c.where, 0), 0u) << c.text << "\n -> " << s.message();
+    EXPECT_NE(s.message().find(c.what), std::string::npos) << c.text << "\n -> " << s.message();
+  }
+  std::string five_stops = ok + "generation = \"x\"\n";
+  for (int i = 0; i < 5; i++) five_stops += "stop = \"s\"\n";
+  ChatTemplate t;
+  Status s = ChatTemplate::Parse(five_stops, &t);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("at most 4 stop lines"), std::string::npos) << s.message();
+}
+
+// Every prefix of a good template, and the good one with each byte replaced
+// by a quote, a brace or a backslash: parsed, or refused with a line and a
+// byte inside the text (never a crash, never a silent half-template).
+TEST(ChatTemplate, EveryPrefixAndEveryByteEditIsParsedOrRefusedClearly) {
+  const std::string good = kGoodTemplate;
+  auto check = [](const std::string& text) {
+    ChatTemplate t;
+    Status s = ChatTemplate::Parse(text, &t);
+    if (s.ok()) return;
+    unsigned line = 0, byte = 0;
+    ASSERT_EQ(std::sscanf(s.message().c_str(), "line %u, byte %u: ", &line, &byte), 2) << s.message();
+    EXPECT_GE(line, 1u);
+    EXPECT_LE(byte, text.size()) << s.message();
+  };
+  for (size_t n = 0; n <= good.size(); n++) check(good.substr(0, n));
+  for (size_t i = 0; i < good.size(); i++) {
+    for (char c : {'"', '{', '}', '\\', '\n', '='}) {
+      std::string edit = good;
+      edit[i] = c;
+      check(edit);
+    }
+  }
+}
+
+TEST(ChatTemplate, LoadNamesTheFile) {
+  ChatTemplate t;
+  Status s = ChatTemplate::Load("/nonexistent/chat.tmpl", &t);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--chat-template /nonexistent/chat.tmpl: fopen: "), std::string::npos) << s.message();
+  const std::string path = ::testing::TempDir() + "/bad_chat_template.txt";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs("system = \"{content}\"\nuser = {content}\n", f);
+  std::fclose(f);
+  s = ChatTemplate::Load(path, &t);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "--chat-template " + path + ": line 2, byte 28: expected a '\"' to open the string");
+}
+
+// ---- the chat request --------------------------------------------------------------
+
+bool ParseChat(const std::string& body, openai::ChatRequest* out, ApiError* err,
+               const ChatTemplate& t = ChatTemplate::Plain()) {
+  return openai::ParseChatRequest(body, Tok(), Bounds(), "gpt2", t, out, err);
+}
+
+TEST(ChatParse, RendersTheMessagesAndReadsEveryField) {
+  openai::ChatRequest r;
+  ApiError e;
+  ASSERT_TRUE(ParseChat(R"({"model":"gpt2","messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":" there"}],"name":"ann"}],
+      "max_completion_tokens":9,"temperature":0.5,"top_p":0.9,"seed":3,"n":4,"stop":"##","stream":true,
+      "stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":5,"user":"u",
+      "presence_penalty":0,"tools":null})",
+                        &r, &e))
+      << e.message;
+  EXPECT_EQ(r.prompt_tokens, Tok().Encode("Be brief.\n\nUser: Hi there\nAssistant:"));
+  EXPECT_EQ(r.max_tokens, 9);
+  EXPECT_EQ(r.shared.n, 4);
+  EXPECT_TRUE(r.shared.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.logprobs, 5);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"##", "\nUser:"}));  // the template's turn marker added
+  backend::GenerationRequest g = openai::ChatToGeneration(r);
+  EXPECT_EQ(g.logprobs, 5);
+  EXPECT_EQ(g.seed, 3u);
+  EXPECT_TRUE(g.has_seed);
+  EXPECT_FLOAT_EQ(g.temperature, 0.5f);
+  // Without max_tokens: all the room the context and --max-new-tokens leave;
+  // logprobs: true alone is the sampled token's only (0 alternatives).
+  ASSERT_TRUE(ParseChat(R"({"model":"gpt2","messages":[{"role":"user","content":"<|endoftext|>"}],"logprobs":true})",
+                        &r, &e));
+  EXPECT_EQ(r.max_tokens, 100);
+  EXPECT_EQ(r.logprobs, 0);
+  // Message text is plain text: the special token cannot be injected.
+  for (int32_t id : r.prompt_tokens) EXPECT_NE(id, Tok().end_of_text_id());
+}
+
+TEST(ChatParse, EveryRejectionNamesItsParam) {
+  struct Case {
+    const char* body;
+    int status;
+    const char* param;
+  };
+  const std::vector<Case> cases = {
+      {R"({"model":"gpt2","messages":[)", 400, ""},
+      {R"({"messages":[{"role":"user","content":"x"}]})", 400, "model"},
+      {R"({"model":"gpt-4o","messages":[{"role":"user","content":"x"}]})", 404, "model"},
+      {R"({"model":"gpt2"})", 400, "messages"},
+      {R"({"model":"gpt2","messages":[]})", 400, "messages"},
+      {R"({"model":"gpt2","messages":"hi"})", 400, "messages"},
+      {R"({"model":"gpt2","messages":["hi"]})", 400, "messages[0]"},
+      {R"({"model":"gpt2","messages":[{"content":"x"}]})", 400, "messages[0].role"},
+      {R"({"model":"gpt2","messages":[{"role":"user"}]})", 400, "messages[0].content"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":null}]})", 400, "messages[0].content"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"},{"role":"wizard","content":"x"}]})", 400,
+       "messages[1].role"},
+      {R"({"model":"gpt2","messages":[{"role":"tool","content":"x"}]})", 400, "messages[0].role"},
+      {R"({"model":"gpt2","messages":[{"role":5,"content":"x"}]})", 400, "messages[0].role"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})", 400,
+       "messages[0].content[0].type"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":[{"type":"text","text":5}]}]})", 400,
+       "messages[0].content[0].text"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":[{"type":"text","cache":1}]}]})", 400,
+       "messages[0].content[0].cache"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":[7]}]})", 400, "messages[0].content[0]"},
+      {R"({"model":"gpt2","messages":[{"role":"assistant","content":"x","tool_calls":[]}]})", 400,
+       "messages[0].tool_calls"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x","extra":1}]})", 400, "messages[0].extra"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"tools":[]})", 400, "tools"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", 400, "tool_choice"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"functions":[]})", 400, "functions"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+       400, "response_format"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"top_k":3})", 400, "top_k"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"logprobs":1})", 400, "logprobs"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 400, "top_logprobs"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", 400,
+       "top_logprobs"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"n":17})", 400, "n"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"max_tokens":0})", 400, "max_tokens"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"max_completion_tokens":101})", 400,
+       "max_completion_tokens"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"stream_options":{}})", 400, "stream_options"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"stop":[""]})", 400, "stop"},
+      {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"temperature":3})", 400, "temperature"},
+  };
+  for (const Case& c : cases) {
+    openai::ChatRequest r;
+    ApiError e;
+    EXPECT_FALSE(ParseChat(c.body, &r, &e)) << c.body;
+    EXPECT_EQ(e.http_status, c.status) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
+    if (*c.param != 0) {
+      EXPECT_NE(e.message.find(c.param), std::string::npos) << c.body << ": " << e.message;
+    }
+  }
+  // A conversation over the context: context_length_exceeded, param messages.
+  std::string big = R"({"model":"gpt2","max_tokens":10,"messages":[{"role":"user","content":")";
+  for (int i = 0; i < 1100; i++) big += " a";
+  big += "\"}]}";
+  openai::ChatRequest r;
+  ApiError e;
+  EXPECT_FALSE(ParseChat(big, &r, &e));
+  EXPECT_EQ(e.code, ErrorCode::kPromptTooLong);
+  EXPECT_EQ(e.param, "messages");
+}
+
+// ---- the stream format on its own ---------------------------------------------------
+
+// A held-back token's log-probabilities ride on the next chunk; when the hub
+// offers that chunk's event again (its bytes were refused), the retry
+// carries the same entries and offsets.
+TEST(ChatShapes, HeldBackLogprobsSurviveARefusedChunk) {
+  openai::CompletionMeta m;
+  m.id = "cmpl-s_1";
+  m.model = "gpt2";
+  m.logprobs = 1;
+  openai::OpenAiSseFormat f(m, "s_1");
+  auto token = [](uint64_t seq, int index, int32_t id, std::string text, std::string bytes) {
+    stream::Event e = stream::Event::Token(index, id, std::move(text));
+    e.seq = seq;
+    auto lp = std::make_shared<stream::TokenLogprobs>();
+    lp->sampled = {id, -0.5, bytes};
+    lp->top = {{id, -0.5, bytes}};
+    e.logprobs = lp;
+    return e;
+  };
+  std::string out;
+  EXPECT_EQ(f.AppendEvent(token(2, 0, 1, "ab", "ab"), &out), sse::SseFormat::Bytes::kEvent);
+  out.clear();
+  EXPECT_EQ(f.AppendEvent(token(3, 1, 2, "", "\xe2"), &out), sse::SseFormat::Bytes::kNone);  // held back
+  const stream::Event next = token(4, 2, 3, "c", "c");
+  std::string first, retry;
+  EXPECT_EQ(f.AppendEvent(next, &first), sse::SseFormat::Bytes::kEvent);
+  EXPECT_EQ(f.AppendEvent(next, &retry), sse::SseFormat::Bytes::kEvent);  // offered again
+  EXPECT_EQ(first, retry);
+  std::vector<sse::Event> evs;
+  sse::Parser parser([&](const sse::Event& e) { evs.push_back(e); });
+  ASSERT_TRUE(parser.Feed(retry).ok());
+  ASSERT_EQ(evs.size(), 1u);
+  const json::Value chunk = ParseJson(evs[0].data);
+  const json::Value* lp = chunk.Find("choices")->items()[0].Find("logprobs");
+  ASSERT_EQ(lp->Find("tokens")->items().size(), 2u) << evs[0].data;
+  EXPECT_EQ(lp->Find("text_offset")->items()[0].as_int(), 2);
+  EXPECT_EQ(lp->Find("text_offset")->items()[1].as_int(), 3);
+}
+
+// ---- against a server (mock backend) -------------------------------------------------
+
+constexpr const char* kModel = "mock-gpt2";
+
+std::vector<sse::Event> PostEvents(AppServer& srv, const std::string& target, const std::string& body,
+                                   int* status = nullptr) {
+  client::SseClient c;
+  EXPECT_OK(c.Connect(srv.port()));
+  EXPECT_OK(c.Post(target, body));
+  if (status) *status = c.result().head.status;
+  if (!c.is_event_stream()) return {};
+  EXPECT_OK(c.ReadEvents());
+  EXPECT_TRUE(c.result().ended);
+  return c.result().events;
+}
+
+// A streamed OpenAI response read back per choice, checking the grammar.
+struct Choices {
+  std::map<int, std::string> text;
+  std::map<int, std::string> finish;
+  std::map<int, std::vector<json::Value>> logprobs;  // each chunk's non-null logprobs
+  json::Value usage;
+  std::string object;
+  bool done_last = false;
+};
+
+Choices ReadChoices(const std::vector<sse::Event>& events, bool chat) {
+  Choices out;
+  std::set<int> roles;
+  for (size_t i = 0; i < events.size(); i++) {
+    if (events[i].data == "[DONE]") {
+      out.done_last = i + 1 == events.size();
+      continue;
+    }
+    json::Value c = ParseJson(events[i].data);
+    EXPECT_EQ(c.Find("error"), nullptr) << events[i].data;
+    if (c.Find("error")) continue;
+    out.object = c.Find("object")->as_string();
+    const auto& choices = c.Find("choices")->items();
+    if (choices.empty()) {
+      out.usage = *c.Find("usage");
+      continue;
+    }
+    EXPECT_EQ(choices.size(), 1u);
+    const json::Value& ch = choices[0];
+    const int index = static_cast<int>(ch.Find("index")->as_int());
+    EXPECT_EQ(out.finish.count(index), 0u) << "a chunk for choice " << index << " after its finish reason";
+    if (chat) {
+      const json::Value* delta = ch.Find("delta");
+      EXPECT_NE(delta, nullptr);
+      if (const json::Value* role = delta->Find("role")) {
+        EXPECT_EQ(role->as_string(), "assistant");
+        EXPECT_TRUE(roles.insert(index).second) << "two role chunks for choice " << index;
+      } else {
+        EXPECT_EQ(roles.count(index), 1u) << "content before the role chunk, choice " << index;
+      }
+      if (const json::Value* content = delta->Find("content")) out.text[index] += content->as_string();
+    } else {
+      out.text[index] += ch.Find("text")->as_string();
+    }
+    if (!ch.Find("logprobs")->is_null()) out.logprobs[index].push_back(*ch.Find("logprobs"));
+    if (!ch.Find("finish_reason")->is_null()) out.finish[index] = ch.Find("finish_reason")->as_string();
+  }
+  return out;
+}
+
+TEST(Chat, NonStreamedAnswerHasOpenAisShape) {
+  AppServer srv;
+  client::Response r = srv.Call("POST", "/v1/chat/completions",
+                                R"({"model":"mock-gpt2","messages":[{"role":"user","content":"Hi"}],
+                                    "max_tokens":5,"seed":1})");
+  ASSERT_EQ(r.head.status, 200) << r.body;
+  json::Value v = ParseJson(r.body);
+  EXPECT_EQ(v.Find("object")->as_string(), "chat.completion");
+  EXPECT_EQ(v.Find("id")->as_string().rfind("chatcmpl-s_", 0), 0u);
+  EXPECT_EQ(v.Find("model")->as_string(), kModel);
+  ASSERT_EQ(v.Find("choices")->items().size(), 1u);
+  const json::Value& ch = v.Find("choices")->items()[0];
+  EXPECT_EQ(ch.Find("index")->as_int(), 0);
+  EXPECT_EQ(ch.Find("message")->Find("role")->as_string(), "assistant");
+  EXPECT_FALSE(ch.Find("message")->Find("content")->as_string().empty());
+  EXPECT_TRUE(ch.Find("logprobs")->is_null());
+  EXPECT_EQ(ch.Find("finish_reason")->as_string(), "length");
+  // "User: Hi\nAssistant:" is 6 tokens.
+  EXPECT_EQ(v.Find("usage")->Find("prompt_tokens")->as_int(), 6);
+  EXPECT_EQ(v.Find("usage")->Find("completion_tokens")->as_int(), 5);
+}
+
+TEST(Chat, StreamedChunksFollowTheGrammarAndEqualTheNonStreamedText) {
+  AppServer srv;
+  const std::string body = R"({"model":"mock-gpt2","messages":[{"role":"user","content":"Hi"}],"max_tokens":12,"seed":4)";
+  int status = 0;
+  Choices s = ReadChoices(PostEvents(srv, "/v1/chat/completions",
+                                     body + R"(,"stream":true,"stream_options":{"include_usage":true}})", &status),
+                          true);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(s.object, "chat.completion.chunk");
+  EXPECT_TRUE(s.done_last);
+  EXPECT_EQ(s.finish[0], "length");
+  EXPECT_EQ(s.usage.Find("completion_tokens")->as_int(), 12);
+  json::Value whole = ParseJson(srv.Call("POST", "/v1/chat/completions", body + "}").body);
+  EXPECT_EQ(s.text[0], whole.Find("choices")->items()[0].Find("message")->Find("content")->as_string());
+}
+
+TEST(Chat, NChoicesAreInterleavedWithTheirIndexAndSeedPlusI) {
+  AppServer srv;
+  const std::string body = R"({"model":"mock-gpt2","prompt":"Once","max_tokens":8,"seed":10)";
+  int status = 0;
+  Choices s = ReadChoices(PostEvents(srv, "/v1/completions",
+                                     body + R"(,"n":3,"stream":true,"stream_options":{"include_usage":true}})",
+                                     &status),
+                          false);
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(s.text.size(), 3u);
+  EXPECT_TRUE(s.done_last);
+  std::set<std::string> distinct;
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(s.finish[i], "length") << i;
+    distinct.insert(s.text[i]);
+    // Choice i is what a one-choice request with seed 10 + i makes.
+    json::Value one = ParseJson(
+        srv.Call("POST", "/v1/completions",
+                 R"({"model":"mock-gpt2","prompt":"Once","max_tokens":8,"seed":)" + std::to_string(10 + i) + "}")
+            .body);
+    EXPECT_EQ(s.text[i], one.Find("choices")->items()[0].Find("text")->as_string()) << "choice " << i;
+  }
+  EXPECT_EQ(distinct.size(), 3u);
+  // Usage: the prompt once, the completions summed (as OpenAI counts).
+  EXPECT_EQ(s.usage.Find("prompt_tokens")->as_int(), 1);
+  EXPECT_EQ(s.usage.Find("completion_tokens")->as_int(), 24);
+  EXPECT_EQ(s.usage.Find("total_tokens")->as_int(), 25);
+
+  // Not streamed: n choices in index order, the same texts.
+  json::Value v = ParseJson(srv.Call("POST", "/v1/completions", body + R"(,"n":3})").body);
+  ASSERT_EQ(v.Find("choices")->items().size(), 3u);
+  for (int i = 0; i < 3; i++) {
+    const json::Value& ch = v.Find("choices")->items()[static_cast<size_t>(i)];
+    EXPECT_EQ(ch.Find("index")->as_int(), i);
+    EXPECT_EQ(ch.Find("text")->as_string(), s.text[i]);
+  }
+  EXPECT_EQ(v.Find("usage")->Find("prompt_tokens")->as_int(), 1);
+  EXPECT_EQ(v.Find("usage")->Find("completion_tokens")->as_int(), 24);
+
+  // Chat: n role chunks, n finish reasons.
+  Choices c = ReadChoices(PostEvents(srv, "/v1/chat/completions",
+                                     R"({"model":"mock-gpt2","messages":[{"role":"user","content":"Hi"}],
+                                         "max_tokens":4,"n":2,"stream":true})"),
+                          true);
+  EXPECT_EQ(c.finish.size(), 2u);
+  EXPECT_TRUE(c.done_last);
+}
+
+TEST(Chat, LogprobsInBothOpenAiShapesStreamedAndNot) {
+  AppServer srv;
+  // Completions (legacy): tokens, token_logprobs, top_logprobs (k per token), text_offset.
+  json::Value v = ParseJson(srv.Call("POST", "/v1/completions",
+                                     R"({"model":"mock-gpt2","prompt":"Hi","max_tokens":6,"logprobs":3,"seed":2})")
+                                .body);
+  const json::Value& ch = v.Find("choices")->items()[0];
+  const json::Value* lp = ch.Find("logprobs");
+  ASSERT_TRUE(lp && lp->is_object()) << json::Serialize(v);
+  ASSERT_EQ(lp->Find("tokens")->items().size(), 6u);
+  ASSERT_EQ(lp->Find("token_logprobs")->items().size(), 6u);
+  ASSERT_EQ(lp->Find("top_logprobs")->items().size(), 6u);
+  ASSERT_EQ(lp->Find("text_offset")->items().size(), 6u);
+  std::string joined;
+  for (size_t i = 0; i < 6; i++) {
+    EXPECT_EQ(lp->Find("text_offset")->items()[i].as_int(), static_cast<int64_t>(joined.size()));
+    joined += lp->Find("tokens")->items()[i].as_string();
+    EXPECT_LE(lp->Find("token_logprobs")->items()[i].as_double(), 0.0);
+    EXPECT_EQ(lp->Find("top_logprobs")->items()[i].members().size(), 3u);
+  }
+  EXPECT_EQ(joined, ch.Find("text")->as_string());
+  // The mock's synthetic distribution: the produced token at probability 1/2.
+  EXPECT_NEAR(lp->Find("token_logprobs")->items()[0].as_double(), -0.693147, 1e-5);
+
+  // Streamed: the same entries, spread over the chunks.
+  Choices s = ReadChoices(PostEvents(srv, "/v1/completions",
+                                     R"({"model":"mock-gpt2","prompt":"Hi","max_tokens":6,"logprobs":3,"seed":2,
+                                         "stream":true})"),
+                          false);
+  std::vector<std::string> tokens;
+  for (const json::Value& chunk : s.logprobs[0]) {
+    for (const json::Value& t : chunk.Find("tokens")->items()) tokens.push_back(t.as_string());
+  }
+  ASSERT_EQ(tokens.size(), 6u);
+  for (size_t i = 0; i < 6; i++) EXPECT_EQ(tokens[i], lp->Find("tokens")->items()[i].as_string());
+
+  // Chat: {"content":[{token, logprob, bytes, top_logprobs:[{token, logprob, bytes}]}]}.
+  json::Value c = ParseJson(srv.Call("POST", "/v1/chat/completions",
+                                     R"({"model":"mock-gpt2","messages":[{"role":"user","content":"Hi"}],
+                                         "max_tokens":4,"logprobs":true,"top_logprobs":2})")
+                                .body);
+  const json::Value* content = c.Find("choices")->items()[0].Find("logprobs")->Find("content");
+  ASSERT_TRUE(content && content->is_array()) << json::Serialize(c);
+  ASSERT_EQ(content->items().size(), 4u);
+  for (const json::Value& e : content->items()) {
+    std::string bytes;
+    for (const json::Value& b : e.Find("bytes")->items()) bytes += static_cast<char>(b.as_int());
+    EXPECT_EQ(bytes, e.Find("token")->as_string());
+    EXPECT_LE(e.Find("logprob")->as_double(), 0.0);
+    ASSERT_EQ(e.Find("top_logprobs")->items().size(), 2u);
+    EXPECT_EQ(e.Find("top_logprobs")->items()[0].Find("token")->as_string(), e.Find("token")->as_string());
+  }
+  // Streamed chat logprobs: one entry per token over the chunks.
+  Choices cs = ReadChoices(PostEvents(srv, "/v1/chat/completions",
+                                      R"({"model":"mock-gpt2","messages":[{"role":"user","content":"Hi"}],
+                                          "max_tokens":4,"logprobs":true,"stream":true})"),
+                           true);
+  size_t entries = 0;
+  for (const json::Value& chunk : cs.logprobs[0]) {
+    for (const json::Value& e : chunk.Find("content")->items()) {
+      entries++;
+      EXPECT_TRUE(e.Find("top_logprobs")->items().empty());
+    }
+  }
+  EXPECT_EQ(entries, 4u);
+}
+
+TEST(Chat, OurTokenEventsCarryLogprobAndTopWhenAsked) {
+  AppServer srv;
+  std::vector<sse::Event> events =
+      PostEvents(srv, "/v1/stream", R"({"prompt":"Hi","max_new_tokens":3,"logprobs":2})");
+  int tokens = 0;
+  for (const sse::Event& e : events) {
+    if (e.type != "token") continue;
+    tokens++;
+    json::Value t = ParseJson(e.data);
+    EXPECT_NEAR(t.Find("logprob")->as_double(), -0.693147, 1e-5);
+    ASSERT_EQ(t.Find("top")->items().size(), 2u);
+    EXPECT_EQ(t.Find("top")->items()[0].Find("id")->as_int(), t.Find("token")->as_int());
+    EXPECT_TRUE(t.Find("top")->items()[1].Find("text")->is_string());
+  }
+  EXPECT_EQ(tokens, 3);
+  // Not asked: no such members.
+  for (const sse::Event& e : PostEvents(srv, "/v1/stream", R"({"prompt":"Hi","max_new_tokens":2})")) {
+    if (e.type == "token") {
+      EXPECT_EQ(ParseJson(e.data).Find("logprob"), nullptr);
+    }
+  }
+  client::Response bad = srv.Call("POST", "/v1/stream", R"({"prompt":"Hi","logprobs":21})");
+  EXPECT_EQ(bad.head.status, 422);
+}
+
+TEST(Chat, ModelsSayBaseModelAndTemplate) {
+  AppServer srv;
+  json::Value v = ParseJson(srv.Call("GET", "/v1/models").body);
+  const json::Value& m = v.Find("data")->items()[0];
+  EXPECT_TRUE(m.Find("base_model")->as_bool());
+  EXPECT_EQ(m.Find("chat_template")->as_string(), "plain");
+}
+
+TEST(Chat, AChatTemplateFileIsUsedAndABadOneFailsStartUp) {
+  const std::string path = ::testing::TempDir() + "/chat_template_ok.txt";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs("system = \"{content}\\n\"\nuser = \"The user says: {content}\\n\"\nassistant = \"A: {content}\\n\"\n"
+             "generation = \"A:\"\nstop = \"\\nQ:\"\n",
+             f);
+  std::fclose(f);
+  {
+    AppServer srv({"--chat-template", path});
+    json::Value v = ParseJson(srv.Call("POST", "/v1/chat/completions",
+                                       R"({"model":"mock-gpt2","messages":[{"role":"user","content":"Hi"}],
+                                           "max_tokens":2})")
+                                  .body);
+    // "The user says: Hi\nA:" is 8 tokens (the plain template's would be 6).
+    EXPECT_EQ(v.Find("usage")->Find("prompt_tokens")->as_int(), 8) << json::Serialize(v);
+    EXPECT_EQ(ParseJson(srv.Call("GET", "/v1/models").body).Find("data")->items()[0].Find("chat_template")->as_string(),
+              "file");
+  }
+  const std::string bad = ::testing::TempDir() + "/chat_template_bad.txt";
+  f = std::fopen(bad.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs("system = \"{content}\"\nuser = \"{content\"\n", f);
+  std::fclose(f);
+  const char* argv[] = {"tokenwire", "serve", "--port", "0", "--backend", "mock", "--chat-template", bad.c_str()};
+  app::Config cfg;
+  ASSERT_TRUE(app::ParseServeFlags(8, const_cast<char**>(argv), 2, &cfg).ok());
+  app::App app(cfg);
+  Status s = app.Init(false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--chat-template " + bad + ": line 2, byte 29: "), std::string::npos) << s.message();
+}
+
+TEST(Chat, ClientDisconnectCancelsEveryChoice) {
+  AppServer srv({"--mock-tokens-per-s", "400"});
+  {
+    client::SseOptions o;
+    auto count = std::make_shared<int>(0);
+    o.stop_after = [count](const sse::Event&) { return ++*count == 6; };
+    client::SseClient c(o);
+    ASSERT_OK(c.Connect(srv.port()));
+    ASSERT_OK(c.Post("/v1/chat/completions", R"({"model":"mock-gpt2","messages":[{"role":"user","content":"x"}],
+                                                 "max_tokens":5000,"n":3,"stream":true})"));
+    ASSERT_TRUE(c.is_event_stream());
+    ASSERT_OK(c.ReadEvents());
+    c.http().CloseWithReset();
+  }
+  ASSERT_TRUE(srv.WaitIdle(8000));  // 5000 tokens at 400/s would take 12.5 s
+  client::Response m = srv.Call("GET", "/metrics");
+  EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 3\n"), std::string::npos)
+      << m.body.substr(0, 4000);
+  // The same without streaming.
+  {
+    client::HttpClient c;
+    ASSERT_OK(c.Connect(srv.port()));
+    client::Request req;
+    req.method = "POST";
+    req.target = "/v1/completions";
+    req.body = R"({"model":"mock-gpt2","prompt":"x","max_tokens":5000,"n":2})";
+    ASSERT_OK(c.SendRequest(req));
+    ASSERT_TRUE(srv.WaitLive(2));
+    c.Close();
+  }
+  ASSERT_TRUE(srv.WaitIdle(8000));
+  m = srv.Call("GET", "/metrics");
+  EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 5\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tw
