@@ -165,8 +165,9 @@ std::unique_ptr<engine::Engine> MakeEngine(Ctx& c, int max_batch, int threads, b
   // default, max_batch full contexts, would be 2.4 GB for the gpt2 shape).
   o.num_kv_blocks = max_batch * engine::BlocksFor(std::min(c.model->config().n_ctx, 448), 16);
   std::unique_ptr<engine::ModelRunner> runner;
-  Status s = app::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), &runner, "fp32",
-                             c.weights);
+  app::RunnerOptions ro;
+  ro.weights = c.weights;
+  Status s = app::MakeRunner("cpu", c.model, engine::RunnerLimitsFor(o, c.model->config().n_ctx), ro, &runner);
   std::unique_ptr<engine::Engine> e;
   if (s.ok()) s = engine::Engine::Create(std::move(runner), &c.tok, o, &e);
   if (!s.ok()) {

@@ -86,7 +86,9 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
   const int per_seq = engine::BlocksFor(context + steps + 1, 16);
   l.num_kv_blocks = 32 * per_seq + per_seq;
   std::unique_ptr<engine::ModelRunner> r;
-  if (Status s = app::MakeRunner("cuda", m, l, &r, tf32 ? "3xtf32" : "fp32"); !s.ok()) return s;
+  app::RunnerOptions ro;
+  ro.cuda_matmul = tf32 ? "3xtf32" : "fp32";
+  if (Status s = app::MakeRunner("cuda", m, l, ro, &r); !s.ok()) return s;
   const int V = m->config().vocab_size;
   engine::BlockAllocator alloc(l.num_kv_blocks);
   auto make = [&](int i, int len) {

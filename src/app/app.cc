@@ -179,7 +179,7 @@ Status App::Init(bool watch_signals) {
 
 void App::LogStartup() {
   const BackendInfo& b = backend_info_;
-  const bool engine = b.kind != "mock";
+  const bool engine = b.spec->make_runner != nullptr;
   const engine::RunnerLimits& l = b.limits;
   // What only an engine backend has is absent for the mock, and the reverse.
   auto when = [](bool has, int64_t v) { return has ? std::optional<int64_t>(v) : std::nullopt; };
@@ -187,7 +187,7 @@ void App::LogStartup() {
   const double kv_mib = static_cast<double>(l.num_kv_blocks) * l.block_size_tokens * b.n_layer * 2 *
                         b.n_embd * sizeof(float) / (1 << 20);
   log_->Log(LogLevel::kInfo, "startup",
-            {{"backend", b.kind},
+            {{"backend", b.spec->name},
              {"model", info_.model},
              {"source", b.model_source},
              {"n_ctx", when(engine, b.n_ctx)},
@@ -200,8 +200,8 @@ void App::LogStartup() {
              {"kv_mib", engine ? std::optional<double>(kv_mib) : std::nullopt},
              {"max_batch", when(engine, l.max_batch)},
              {"threads", when(engine, l.threads)},
-             {"cpu_kernels", b.kind == "cpu" ? cpu::IsaName(cpu::ActiveIsa()) : nullptr},
-             {"cpu_weights", b.kind == "cpu" ? config_.weights.c_str() : nullptr},
+             {"cpu_kernels", b.spec->cpu_kernels ? cpu::IsaName(cpu::ActiveIsa()) : nullptr},
+             {"cpu_weights", b.spec->weight_formats ? config_.weights.c_str() : nullptr},
              {"tokens_per_s", engine ? std::nullopt : std::optional<double>(config_.mock_tokens_per_s)},
              {"ttft_ms", when(!engine, config_.mock_ttft_ms)},
              {"prefix_cache", engine ? (config_.prefix_cache ? "on" : "off") : nullptr},

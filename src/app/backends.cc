@@ -1,5 +1,7 @@
 #include "app/backends.h"
 
+#include <iterator>
+
 #include "backend/mock_backend.h"
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
@@ -10,34 +12,79 @@
 
 namespace tw::app {
 
-Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
-                  const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out,
-                  std::string_view cuda_matmul, std::string_view weights) {
+namespace {
+
+Status MakeCpuRunner(std::shared_ptr<const model::Gpt2Model> model, const engine::RunnerLimits& limits,
+                     const RunnerOptions& options, std::unique_ptr<engine::ModelRunner>* out) {
   cpu::WeightFormat format;
-  if (Status s = cpu::ParseWeightFormat(std::string(weights).c_str(), &format); !s.ok()) {
+  if (Status s = cpu::ParseWeightFormat(options.weights.c_str(), &format); !s.ok()) {
     return Status::Error("--weights: " + s.message());
   }
-  if (kind == "cpu") {
-    std::unique_ptr<model::CpuRunner> r;
-    if (Status s = model::CpuRunner::Create(std::move(model), limits, &r, format); !s.ok()) return s;
-    *out = std::move(r);
-    return Status::Ok();
+  std::unique_ptr<model::CpuRunner> r;
+  if (Status s = model::CpuRunner::Create(std::move(model), limits, &r, format); !s.ok()) return s;
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engine::RunnerLimits& limits,
+                      const RunnerOptions& options, std::unique_ptr<engine::ModelRunner>* out) {
+  cpu::WeightFormat format;
+  if (Status s = cpu::ParseWeightFormat(options.weights.c_str(), &format); !s.ok()) {
+    return Status::Error("--weights: " + s.message());
   }
-  if (kind == "cuda") {
-    if (format != cpu::WeightFormat::kF32) {
-      return Status::Error("--weights " + std::string(weights) + ": the cuda runner has float32 weights only");
-    }
-    cuda::CudaRunnerOptions co;
-    co.tf32x3 = cuda_matmul == "3xtf32";
-    return cuda::MakeCudaRunner(std::move(model), limits, co, out);
+  if (format != cpu::WeightFormat::kF32) {
+    return Status::Error("--weights " + options.weights + ": the cuda runner has float32 weights only");
   }
-  return Status::Error("no runner '" + std::string(kind) + "' (cpu or cuda)");
+  if (options.cuda_matmul != "fp32" && options.cuda_matmul != "3xtf32") {
+    return Status::Error("--cuda-matmul: fp32 or 3xtf32, got '" + options.cuda_matmul + "'");
+  }
+  cuda::CudaRunnerOptions co;
+  co.tf32x3 = options.cuda_matmul == "3xtf32";
+  return cuda::MakeCudaRunner(std::move(model), limits, co, out);
+}
+
+const BackendSpec kBackends[] = {
+    // name    runner          weight_formats cpu_kernels lab_naive
+    {"cpu", MakeCpuRunner, true, true, true},
+    {"cuda", MakeCudaRunner, false, false, false},
+    {"mock", nullptr, false, false, false},
+};
+
+}  // namespace
+
+const BackendSpec* FindBackend(std::string_view name) {
+  for (const BackendSpec& b : kBackends) {
+    if (name == b.name) return &b;
+  }
+  return nullptr;
+}
+
+std::string BackendNames() {
+  std::string out;
+  const size_t n = std::size(kBackends);
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0) out += i + 1 == n ? " or " : ", ";
+    out += kBackends[i].name;
+  }
+  return out;
+}
+
+Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
+                  const engine::RunnerLimits& limits, const RunnerOptions& options,
+                  std::unique_ptr<engine::ModelRunner>* out) {
+  const BackendSpec* b = FindBackend(kind);
+  if (b == nullptr || b->make_runner == nullptr) {
+    return Status::Error("no runner '" + std::string(kind) + "' (cpu or cuda)");
+  }
+  return b->make_runner(std::move(model), limits, options, out);
 }
 
 Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, Metrics* metrics,
                    Logger* log, std::unique_ptr<backend::Backend>* out, BackendInfo* info) {
-  info->kind = config.backend;
-  if (config.backend == "mock") {
+  const BackendSpec* spec = FindBackend(config.backend);
+  if (spec == nullptr) return Status::Error("--backend " + config.backend + ": unknown (" + BackendNames() + ")");
+  info->spec = spec;
+  if (spec->make_runner == nullptr) {
     backend::MockOptions mo;
     mo.ttft_ms = static_cast<int>(config.mock_ttft_ms);
     mo.tokens_per_s = config.mock_tokens_per_s;
@@ -51,9 +98,6 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
     info->model_source = "synthetic tokens";
     *out = std::move(m);
     return Status::Ok();
-  }
-  if (config.backend != "cpu" && config.backend != "cuda") {
-    return Status::Error("--backend " + config.backend + ": unknown (cpu, cuda or mock)");
   }
   // GPT-2 on the step-driven engine: --model DIR, or random tiny weights.
   std::shared_ptr<const model::Gpt2Model> model;
@@ -76,7 +120,10 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.log = log;
   const engine::RunnerLimits limits = engine::RunnerLimitsFor(eo, c.n_ctx);
   std::unique_ptr<engine::ModelRunner> runner;
-  if (Status s = MakeRunner(config.backend, model, limits, &runner, config.cuda_matmul, config.weights); !s.ok()) return s;
+  RunnerOptions ro;
+  ro.weights = config.weights;
+  ro.cuda_matmul = config.cuda_matmul;
+  if (Status s = spec->make_runner(model, limits, ro, &runner); !s.ok()) return s;
   info->model_name = name;
   info->model_source = config.model_dir.empty() ? "random weights (tiny shape, seed 0)" : config.model_dir;
   info->n_layer = c.n_layer;

@@ -1,7 +1,9 @@
-// The one factory behind --backend: mock (synthetic tokens), cpu (the engine
-// on model::CpuRunner) and cuda (the engine on the CUDA runner, in a CUDA
-// build on a machine with a GPU). The engine is the same for both runners;
-// only the runner differs (engine/runner.h).
+// The backends behind --backend, in one table: mock (synthetic tokens), cpu
+// (the engine on model::CpuRunner) and cuda (the engine on the CUDA runner, in
+// a CUDA build on a machine with a GPU). The engine is the same for both
+// runners; only the runner differs (engine/runner.h). Each row says what the
+// backend is and which of the flags that depend on it apply, so the flag
+// checks, the start-up summary and the factories ask the table, not the name.
 //
 // Threads: start-up only (loads the model, allocates the KV pool, starts the
 // backend's threads).
@@ -25,17 +27,37 @@ class Tokenizer;
 
 namespace tw::app {
 
-// A runner of `kind` ("cpu" or "cuda") for `model` with `limits`;
-// `cuda_matmul` ("fp32" or "3xtf32") picks the CUDA runner's matmul path,
-// `weights` ("f32", "bf16" or "q8") the CPU runner's weight format (only f32
-// for cuda).
+// How to build a runner, beyond its model and limits.
+struct RunnerOptions {
+  std::string weights = "f32";       // --weights: f32, bf16 or q8 (only f32 where the row says so)
+  std::string cuda_matmul = "fp32";  // --cuda-matmul: fp32 or 3xtf32 (cuda)
+};
+
+using RunnerFactory = Status (*)(std::shared_ptr<const model::Gpt2Model> model, const engine::RunnerLimits& limits,
+                                 const RunnerOptions& options, std::unique_ptr<engine::ModelRunner>* out);
+
+// One --backend value.
+struct BackendSpec {
+  const char* name;             // "cpu"
+  RunnerFactory make_runner;    // the engine's runner; null: not an engine backend (the mock)
+  bool weight_formats;          // --weights bf16|q8 (else f32 only)
+  bool cpu_kernels;             // runs on src/cpu's kernels (the summary names the ISA)
+  bool lab_naive;               // --policy naive (the lab gate in its engine's step loop)
+};
+
+// The row for `name`, or null.
+const BackendSpec* FindBackend(std::string_view name);
+// "cpu, cuda or mock": every name, for messages and --help.
+std::string BackendNames();
+
+// A runner of `kind` (a row with make_runner) for `model` with `limits`.
 Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model> model,
-                  const engine::RunnerLimits& limits, std::unique_ptr<engine::ModelRunner>* out,
-                  std::string_view cuda_matmul = "fp32", std::string_view weights = "f32");
+                  const engine::RunnerLimits& limits, const RunnerOptions& options,
+                  std::unique_ptr<engine::ModelRunner>* out);
 
 // What the factory built, for the start-up summary.
 struct BackendInfo {
-  std::string kind;          // "mock", "cpu", "cuda"
+  const BackendSpec* spec = nullptr;
   std::string model_name;
   std::string model_source;  // the folder, or "random weights (tiny shape, seed 0)"
   int n_layer = 0, n_head = 0, n_embd = 0, n_ctx = 0, vocab_size = 0;

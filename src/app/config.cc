@@ -3,8 +3,11 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 
+#include "app/backends.h"
 #include "common/log.h"
 #include "cpu/kernels.h"
 
@@ -112,6 +115,230 @@ bool ParseInt(std::string_view s, int64_t* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+Status Choice(std::string_view flag, std::string_view v, std::initializer_list<std::string_view> choices,
+              std::string* field) {
+  for (std::string_view c : choices) {
+    if (v == c) {
+      *field = v;
+      return Status::Ok();
+    }
+  }
+  std::string list;
+  size_t i = 0;
+  for (std::string_view c : choices) {
+    list += i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ";
+    list += c;
+    i++;
+  }
+  return Status::Error(std::string(flag) + ": " + list + ", got '" + std::string(v) + "'");
+}
+
+// Every flag of `tokenwire serve` that is not an integer bound (kIntFlags):
+// the parser and --help are made from this table, as `generate`'s are from
+// its own (generate_cli.cc). `help` gives the text after the flag (lines
+// wrapped, the default included), from the defaults in `d`.
+struct ServeFlag {
+  const char* name;   // "--model"
+  const char* value;  // how the help names its value ("DIR"); null for a switch
+  std::string (*help)(const Config& d);
+  Status (*set)(std::string_view v, Config* c);
+};
+
+const ServeFlag kServeFlags[] = {
+    {"--model", "DIR",
+     [](const Config&) -> std::string {
+       return "Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
+              "vocab.json + merges.txt); default: random tiny GPT-2 weights";
+     },
+     [](std::string_view v, Config* c) -> Status {
+       c->model_dir = v;
+       return Status::Ok();
+     }},
+    {"--served-model-name", "NAME",
+     [](const Config&) -> std::string {
+       return "the model id /v1/models lists and completions' \"model\" must name;\n"
+              "default: the --model folder's name (/models/gpt2-medium:\n"
+              "gpt2-medium); without --model gpt2-random-tiny; mock-gpt2 with\n"
+              "--backend mock";
+     },
+     [](std::string_view v, Config* c) -> Status {
+       if (Status s = CheckServedModelName(v); !s.ok()) return s;
+       c->served_model_name = v;
+       return Status::Ok();
+     }},
+    {"--chat-template", "FILE",
+     [](const Config&) -> std::string {
+       return "the chat template /v1/chat/completions renders messages with\n"
+              "(docs/openai.md); default: the plain one (User: / Assistant:)";
+     },
+     [](std::string_view v, Config* c) -> Status {
+       if (v.empty()) return Status::Error("--chat-template: a file name");
+       c->chat_template_path = v;
+       return Status::Ok();
+     }},
+    {"--backend", "NAME", [](const Config& d) -> std::string { return BackendNames() + "; default " + d.backend; },
+     [](std::string_view v, Config* c) -> Status {
+       if (FindBackend(v) == nullptr) return Status::Error("--backend: " + BackendNames());
+       c->backend = v;
+       return Status::Ok();
+     }},
+    {"--threads", "N",
+     [](const Config&) -> std::string { return "CPU backend threads (0 = one per core); default 0"; },
+     [](std::string_view v, Config* c) -> Status {
+       int64_t n = 0;
+       if (!ParseInt(v, &n) || n < 0 || n > 1024) return Status::Error("--threads: 0..1024");
+       c->threads = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"--cuda-matmul", "P",
+     [](const Config& d) -> std::string {
+       return "cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"
+              "(tensor cores, fp32-level accuracy); default " + d.cuda_matmul;
+     },
+     [](std::string_view v, Config* c) -> Status { return Choice("--cuda-matmul", v, {"fp32", "3xtf32"}, &c->cuda_matmul); }},
+    {"--prefix-cache", "on|off",
+     [](const Config& d) -> std::string {
+       return std::string("cpu/cuda: a prompt's longest cached prefix (whole KV blocks) is\n"
+                          "shared, not prefilled again; blocks stay cached until evicted\n"
+                          "(least recently used); default ") + (d.prefix_cache ? "on" : "off");
+     },
+     [](std::string_view v, Config* c) -> Status {
+       std::string on_off;
+       if (Status s = Choice("--prefix-cache", v, {"on", "off"}, &on_off); !s.ok()) return s;
+       c->prefix_cache = on_off == "on";
+       return Status::Ok();
+     }},
+    {"--weights", "F",
+     [](const Config& d) -> std::string {
+       return "cpu backend matmul weights: f32 (the exact reference), bf16\n"
+              "(rounded to bfloat16) or q8 (8-bit, a scale per 32); default " + d.weights;
+     },
+     [](std::string_view v, Config* c) -> Status {
+       cpu::WeightFormat f;
+       if (Status s = cpu::ParseWeightFormat(std::string(v).c_str(), &f); !s.ok()) {
+         return Status::Error("--weights: " + s.message());
+       }
+       c->weights = v;
+       return Status::Ok();
+     }},
+    {"--host", "ADDR", [](const Config& d) -> std::string { return "default " + d.host; },
+     [](std::string_view v, Config* c) -> Status {
+       c->host = v;
+       return Status::Ok();
+     }},
+    {"--port", "N", [](const Config& d) -> std::string { return "0 picks a free port; default " + std::to_string(d.port); },
+     [](std::string_view v, Config* c) -> Status {
+       int64_t n = 0;
+       if (!ParseInt(v, &n) || n < 0 || n > 65535) return Status::Error("--port: 0..65535");
+       c->port = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"--policy", "P",
+     [](const Config& d) -> std::string {
+       return "drop_slow|pause_producer|pause_then_cancel; default " + d.policy +
+              "\nlab only (with --lab): naive (the engine waits for the slowest\n"
+              "reader) or unbounded (every event kept for the slowest reader)";
+     },
+     [](std::string_view v, Config* c) -> Status {
+       // naive and unbounded are lab policies: accepted here, refused after
+       // the parse unless --lab is given too (in either order).
+       if (v != "drop_slow" && v != "pause_producer" && v != "pause_then_cancel" && v != "naive" &&
+           v != "unbounded") {
+         return Status::Error("--policy: drop_slow, pause_producer or pause_then_cancel (with --lab also "
+                              "naive or unbounded), got '" + std::string(v) + "'");
+       }
+       c->policy = v;
+       return Status::Ok();
+     }},
+    {"--api-key", "KEY",
+     [](const Config&) -> std::string { return "require 'Authorization: Bearer KEY' on /v1/* (or TOKENWIRE_API_KEY)"; },
+     [](std::string_view v, Config* c) -> Status {
+       c->api_key = v;
+       return Status::Ok();
+     }},
+    {"--cors-origin", "ORIGIN", [](const Config&) -> std::string { return "send CORS headers for this origin; default none"; },
+     [](std::string_view v, Config* c) -> Status {
+       c->cors_origin = v;
+       return Status::Ok();
+     }},
+    {"--ws-allowed-origins", "LIST",
+     [](const Config&) -> std::string { return "WebSocket: comma-separated Origins allowed to upgrade; default any"; },
+     [](std::string_view v, Config* c) -> Status {
+       c->ws_allowed_origins = v;
+       return Status::Ok();
+     }},
+    {"--instance-tag", "TAG",
+     [](const Config&) -> std::string { return "put TAG into stream ids (s_TAG_...) for routing; default none"; },
+     [](std::string_view v, Config* c) -> Status {
+       for (char ch : v) {
+         if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))) {
+           return Status::Error("--instance-tag: lowercase letters and digits only");
+         }
+       }
+       if (v.empty() || v.size() > 16) return Status::Error("--instance-tag: 1..16 characters");
+       c->instance_tag = v;
+       return Status::Ok();
+     }},
+    {"--lab", nullptr,
+     [](const Config&) -> std::string {
+       return "enable /lab/* endpoints (mock emission log) and the lab\n"
+              "policies naive and unbounded; default off";
+     },
+     [](std::string_view, Config* c) -> Status {
+       c->lab = true;
+       return Status::Ok();
+     }},
+    {"--log-level", "L",
+     [](const Config& d) -> std::string {
+       return "error|warn|info|debug: info logs the start-up summary, one line\n"
+              "per request and per stream outcome; default " + d.log_level;
+     },
+     [](std::string_view v, Config* c) -> Status {
+       LogLevel level;
+       if (!ParseLogLevel(v, &level)) {
+         return Status::Error("--log-level: error, warn, info or debug, got '" + std::string(v) + "'");
+       }
+       c->log_level = v;
+       return Status::Ok();
+     }},
+    {"--log-format", "F",
+     [](const Config& d) -> std::string {
+       return "text (key=value lines) or json (one JSON object per line);\ndefault " + d.log_format;
+     },
+     [](std::string_view v, Config* c) -> Status { return Choice("--log-format", v, {"text", "json"}, &c->log_format); }},
+    {"--mock-tokens-per-s", "R", [](const Config&) -> std::string { return "mock backend rate; default 20"; },
+     [](std::string_view v, Config* c) -> Status {
+       char* end = nullptr;
+       std::string s(v);
+       double d = std::strtod(s.c_str(), &end);
+       if (end == s.c_str() || *end != '\0' || !(d > 0 && d <= 1e6)) {
+         return Status::Error("--mock-tokens-per-s: a number in (0, 1e6]");
+       }
+       c->mock_tokens_per_s = d;
+       return Status::Ok();
+     }},
+    {"--mock-clock", "stream|step",
+     [](const Config& d) -> std::string {
+       return "mock backend: each stream on its own clock from its arrival, or\n"
+              "every stream's next token at one shared step (as a batching\n"
+              "engine produces them); default " + d.mock_clock;
+     },
+     [](std::string_view v, Config* c) -> Status { return Choice("--mock-clock", v, {"stream", "step"}, &c->mock_clock); }},
+};
+
+// "  --flag VALUE" padded to column 30, then `text`, its later lines indented
+// to column 30; a flag longer than the column gets its own line.
+std::string HelpEntry(const std::string& flag, const std::string& text) {
+  std::string out = "  " + flag;
+  if (out.size() < 30) out.append(30 - out.size(), ' ');
+  else out += "\n" + std::string(30, ' ');
+  for (char ch : text) {
+    out += ch;
+    if (ch == '\n') out.append(30, ' ');
+  }
+  return out + "\n";
+}
+
 }  // namespace
 
 Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
@@ -136,10 +363,6 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
       return Status::Ok();
     };
     std::string_view v;
-    if (name == "--lab") {
-      cfg->lab = true;
-      continue;
-    }
     bool matched = false;
     for (const IntFlag& f : kIntFlags) {
       if (name != f.name) continue;
@@ -152,93 +375,22 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
       }
       cfg->*f.field = n;
     }
-    if (matched) continue;
-    if (Status s = next(&v); !s.ok()) return s;
-    if (name == "--model") {
-      cfg->model_dir = v;
-    } else if (name == "--chat-template") {
-      if (v.empty()) return Status::Error("--chat-template: a file name");
-      cfg->chat_template_path = v;
-    } else if (name == "--served-model-name") {
-      if (Status s = CheckServedModelName(v); !s.ok()) return s;
-      cfg->served_model_name = v;
-    } else if (name == "--backend") {
-      if (v != "cpu" && v != "cuda" && v != "mock") return Status::Error("--backend: cpu, cuda or mock");
-      cfg->backend = v;
-    } else if (name == "--host") {
-      cfg->host = v;
-    } else if (name == "--port") {
-      int64_t n = 0;
-      if (!ParseInt(v, &n) || n < 0 || n > 65535) return Status::Error("--port: 0..65535");
-      cfg->port = static_cast<int>(n);
-    } else if (name == "--threads") {
-      int64_t n = 0;
-      if (!ParseInt(v, &n) || n < 0 || n > 1024) return Status::Error("--threads: 0..1024");
-      cfg->threads = static_cast<int>(n);
-    } else if (name == "--policy") {
-      // naive and unbounded are lab policies: accepted here, refused below
-      // unless --lab is given too (in either order).
-      if (v != "drop_slow" && v != "pause_producer" && v != "pause_then_cancel" && v != "naive" &&
-          v != "unbounded") {
-        return Status::Error("--policy: drop_slow, pause_producer or pause_then_cancel (with --lab also "
-                             "naive or unbounded), got '" + std::string(v) + "'");
+    for (const ServeFlag& f : kServeFlags) {
+      if (matched || name != f.name) continue;
+      matched = true;
+      if (f.value != nullptr) {
+        if (Status s = next(&v); !s.ok()) return s;
       }
-      cfg->policy = v;
-    } else if (name == "--api-key") {
-      cfg->api_key = v;
-    } else if (name == "--cors-origin") {
-      cfg->cors_origin = v;
-    } else if (name == "--ws-allowed-origins") {
-      cfg->ws_allowed_origins = v;
-    } else if (name == "--instance-tag") {
-      for (char c : v) {
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
-          return Status::Error("--instance-tag: lowercase letters and digits only");
-        }
-      }
-      if (v.empty() || v.size() > 16) return Status::Error("--instance-tag: 1..16 characters");
-      cfg->instance_tag = v;
-    } else if (name == "--mock-tokens-per-s") {
-      char* end = nullptr;
-      std::string s(v);
-      double d = std::strtod(s.c_str(), &end);
-      if (end == s.c_str() || *end != '\0' || !(d > 0 && d <= 1e6)) {
-        return Status::Error("--mock-tokens-per-s: a number in (0, 1e6]");
-      }
-      cfg->mock_tokens_per_s = d;
-    } else if (name == "--cuda-matmul") {
-      if (v != "fp32" && v != "3xtf32") return Status::Error("--cuda-matmul: fp32 or 3xtf32, got '" + std::string(v) + "'");
-      cfg->cuda_matmul = v;
-    } else if (name == "--prefix-cache") {
-      if (v != "on" && v != "off") return Status::Error("--prefix-cache: on or off, got '" + std::string(v) + "'");
-      cfg->prefix_cache = v == "on";
-    } else if (name == "--weights") {
-      cpu::WeightFormat f;
-      if (Status s = cpu::ParseWeightFormat(std::string(v).c_str(), &f); !s.ok()) {
-        return Status::Error("--weights: " + s.message());
-      }
-      cfg->weights = v;
-    } else if (name == "--log-level") {
-      LogLevel level;
-      if (!ParseLogLevel(v, &level)) {
-        return Status::Error("--log-level: error, warn, info or debug, got '" + std::string(v) + "'");
-      }
-      cfg->log_level = v;
-    } else if (name == "--log-format") {
-      if (v != "text" && v != "json") return Status::Error("--log-format: text or json, got '" + std::string(v) + "'");
-      cfg->log_format = v;
-    } else if (name == "--mock-clock") {
-      if (v != "stream" && v != "step") return Status::Error("--mock-clock: stream or step, got '" + std::string(v) + "'");
-      cfg->mock_clock = v;
-    } else {
-      return Status::Error("unknown flag '" + name + "' (see tokenwire serve --help)");
+      if (Status s = f.set(v, cfg); !s.ok()) return s;
     }
+    if (!matched) return Status::Error("unknown flag '" + name + "' (see tokenwire serve --help)");
   }
   if ((cfg->policy == "naive" || cfg->policy == "unbounded") && !cfg->lab) {
     return Status::Error("--policy " + cfg->policy +
                          " is a lab policy (for the engine bench, to show why it is wrong); it needs --lab");
   }
-  if (cfg->policy == "naive" && cfg->backend != "cpu") {
+  const BackendSpec* backend = FindBackend(cfg->backend);
+  if (cfg->policy == "naive" && !backend->lab_naive) {
     return Status::Error("--policy naive makes the cpu engine's step loop wait for readers; it needs "
                          "--backend cpu (got " + cfg->backend + ")");
   }
@@ -251,7 +403,7 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
                          std::to_string(cfg->resume_window_events) +
                          "): a detached client must be able to resume");
   }
-  if (cfg->weights != "f32" && cfg->backend != "cpu") {
+  if (cfg->weights != "f32" && !backend->weight_formats) {
     return Status::Error("--weights " + cfg->weights + " packs the cpu backend's matmul weights; it needs "
                          "--backend cpu (got " + cfg->backend + ")");
   }
@@ -260,52 +412,13 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
 }
 
 std::string ServeHelp() {
-  Config d;
-  std::string h =
-      "usage: tokenwire serve [flags]\n\n"
-      "  --model DIR                 Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
-      "                              vocab.json + merges.txt); default: random tiny GPT-2 weights\n"
-      "  --served-model-name NAME    the model id /v1/models lists and completions' \"model\" must name;\n"
-      "                              default: the --model folder's name (/models/gpt2-medium:\n"
-      "                              gpt2-medium); without --model gpt2-random-tiny; mock-gpt2 with\n"
-      "                              --backend mock\n"
-      "  --chat-template FILE        the chat template /v1/chat/completions renders messages with\n"
-      "                              (docs/openai.md); default: the plain one (User: / Assistant:)\n"
-      "  --backend cpu|cuda|mock     default " + d.backend + "\n"
-      "  --threads N                 CPU backend threads (0 = one per core); default 0\n"
-      "  --cuda-matmul P             cuda backend matmuls: fp32 (FMA, the exact reference) or 3xtf32\n"
-      "                              (tensor cores, fp32-level accuracy); default " + d.cuda_matmul + "\n"
-      "  --prefix-cache on|off       cpu/cuda: a prompt's longest cached prefix (whole KV blocks) is\n"
-      "                              shared, not prefilled again; blocks stay cached until evicted\n"
-      "                              (least recently used); default " + (d.prefix_cache ? "on" : "off") + "\n"
-      "  --weights F                 cpu backend matmul weights: f32 (the exact reference), bf16\n"
-      "                              (rounded to bfloat16) or q8 (8-bit, a scale per 32); default " + d.weights + "\n"
-      "  --host ADDR                 default " + d.host + "\n"
-      "  --port N                    0 picks a free port; default " + std::to_string(d.port) + "\n"
-      "  --policy P                  drop_slow|pause_producer|pause_then_cancel; default " + d.policy + "\n"
-      "                              lab only (with --lab): naive (the engine waits for the slowest\n"
-      "                              reader) or unbounded (every event kept for the slowest reader)\n"
-      "  --api-key KEY               require 'Authorization: Bearer KEY' on /v1/* (or TOKENWIRE_API_KEY)\n"
-      "  --cors-origin ORIGIN        send CORS headers for this origin; default none\n"
-      "  --ws-allowed-origins LIST   WebSocket: comma-separated Origins allowed to upgrade; default any\n"
-      "  --instance-tag TAG          put TAG into stream ids (s_TAG_...) for routing; default none\n"
-      "  --lab                       enable /lab/* endpoints (mock emission log) and the lab\n"
-      "                              policies naive and unbounded; default off\n"
-      "  --log-level L               error|warn|info|debug: info logs the start-up summary, one line\n"
-      "                              per request and per stream outcome; default " + d.log_level + "\n"
-      "  --log-format F              text (key=value lines) or json (one JSON object per line);\n"
-      "                              default " + d.log_format + "\n"
-      "  --mock-tokens-per-s R       mock backend rate; default 20\n"
-      "  --mock-clock stream|step    mock backend: each stream on its own clock from its arrival, or\n"
-      "                              every stream's next token at one shared step (as a batching\n"
-      "                              engine produces them); default " + d.mock_clock + "\n";
+  const Config d;
+  std::string h = "usage: tokenwire serve [flags]\n\n";
+  for (const ServeFlag& f : kServeFlags) {
+    h += HelpEntry(std::string(f.name) + (f.value ? std::string(" ") + f.value : ""), f.help(d));
+  }
   for (const IntFlag& f : kIntFlags) {
-    std::string line = "  " + std::string(f.name) + " N";
-    // Help text starts in column 30; a longer flag gets its own line.
-    if (line.size() < 30) line.append(30 - line.size(), ' ');
-    else line += "\n" + std::string(30, ' ');
-    line += std::string(f.help) + "; default " + std::to_string(d.*f.field) + "\n";
-    h += line;
+    h += HelpEntry(std::string(f.name) + " N", std::string(f.help) + "; default " + std::to_string(d.*f.field));
   }
   return h;
 }

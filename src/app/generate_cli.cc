@@ -1,24 +1,25 @@
 #include "app/generate_cli.h"
 
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "backend/text_assembler.h"
+#include "app/backends.h"
+#include "backend/backend.h"
+#include "common/mutex.h"
 #include "cpu/thread_pool.h"
-#include "engine/block_allocator.h"
-#include "model/forward.h"
+#include "engine/engine.h"
 #include "model/gpt2.h"
-#include "model/kv_cache.h"
 #include "model/serving_model.h"
-#include "model/sampling.h"
+#include "stream/stream.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8_stream.h"
 
 namespace tw::app {
 
@@ -178,6 +179,110 @@ Status ParseGenerateFlags(int argc, char** argv, int first, GenerateFlags* f) {
   return Status::Ok();
 }
 
+Status Generate(const GenerateFlags& f, const std::function<void(std::string_view)>& on_text,
+                GenerateOutcome* out) {
+  *out = GenerateOutcome();
+  // The model `tokenwire serve` would load: the folder, or random tiny weights.
+  std::shared_ptr<const model::Gpt2Model> gpt2;
+  std::string name;
+  if (Status s = model::LoadModelForServing(f.model_dir, &gpt2, &name); !s.ok()) {
+    return Status::Error("--model: " + s.message());
+  }
+  out->model_name = name;
+  tokenizer::Tokenizer tok;
+  Status ts = f.model_dir.empty() ? tokenizer::Tokenizer::LoadEmbedded(&tok)
+                                  : tokenizer::Tokenizer::LoadFromDirOrEmbedded(f.model_dir, &tok);
+  if (!ts.ok()) return ts;
+  const int n_ctx = gpt2->config().n_ctx;
+
+  backend::GenerationRequest r;
+  r.prompt_tokens = tok.Encode(f.prompt);
+  if (r.prompt_tokens.empty()) return Status::Error("the prompt encodes to no tokens");
+  const int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + f.max_new_tokens;
+  if (total > n_ctx) {
+    return Status::Error("prompt tokens (" + std::to_string(r.prompt_tokens.size()) + ") + --max-new-tokens (" +
+                         std::to_string(f.max_new_tokens) + ") exceed the model context of " +
+                         std::to_string(n_ctx));
+  }
+  r.max_new_tokens = static_cast<int>(f.max_new_tokens);
+  r.temperature = static_cast<float>(f.temperature);
+  r.top_k = static_cast<int>(f.top_k);
+  r.top_p = static_cast<float>(f.top_p);
+  r.seed = f.seed;
+  r.has_seed = true;  // the same --seed, the same text: as "seed" in a request to the server
+  r.stop = f.stop;
+  out->prompt_tokens = static_cast<int>(r.prompt_tokens.size());
+
+  // The server's engine and runner factory, sized for this one sequence.
+  engine::EngineOptions eo;
+  eo.model_name = name;
+  eo.max_batch = 1;
+  eo.block_size_tokens = static_cast<int>(f.block_size);
+  eo.num_kv_blocks = engine::BlocksFor(static_cast<int>(total), eo.block_size_tokens);
+  eo.prefix_cache = false;
+  eo.threads = f.threads > 0 ? static_cast<int>(f.threads) : cpu::ThreadPool::HardwareThreads();
+  RunnerOptions ro;
+  ro.weights = cpu::WeightFormatName(f.weights);
+  std::unique_ptr<engine::ModelRunner> runner;
+  if (Status s = MakeRunner("cpu", gpt2, engine::RunnerLimitsFor(eo, n_ctx), ro, &runner); !s.ok()) return s;
+  std::unique_ptr<engine::Engine> e;
+  if (Status s = engine::Engine::Create(std::move(runner), &tok, eo, &e); !s.ok()) return s;
+
+  // The engine appends to the stream on its thread; its notifier hands this
+  // thread each "new events" wake-up, as the server's event loop gets them.
+  Mutex mu;
+  std::condition_variable cv;
+  std::vector<std::function<void()>> posted;
+  stream::Notifier notifier(
+      [&](std::function<void()> fn) {
+        MutexLock lock(mu);
+        posted.push_back(std::move(fn));
+        cv.notify_one();
+      },
+      [](std::vector<std::shared_ptr<stream::Stream>>&) {});
+  stream::StreamLimits limits;
+  // Every event stays until read (start, the tokens, the end): nothing is
+  // lost to a slow stdout, and the memory is bounded by --max-new-tokens.
+  limits.resume_window_events = static_cast<size_t>(f.max_new_tokens) + 2;
+  auto st = std::make_shared<stream::Stream>("generate", limits, &notifier);
+  ApiError refusal;
+  if (!e->Submit(st, r, &refusal)) return Status::Error(refusal.message);
+
+  Status result = Status::Ok();
+  std::vector<stream::EventPtr> events;
+  uint64_t next = 1;
+  for (bool finished = false; !finished;) {
+    if (!st->ReadFrom(next, 256, &events)) return Status::Error("generate: events lost");
+    for (const stream::EventPtr& ev : events) {
+      next = ev->seq + 1;
+      if (ev->type == stream::EventType::kToken) {
+        out->tokens.push_back(ev->token);
+        if (!ev->text.empty()) on_text(ev->text);
+      } else if (ev->type == stream::EventType::kDone) {
+        out->finish_reason = stream::FinishReasonName(ev->finish_reason);
+        finished = true;
+      } else if (ev->type == stream::EventType::kError) {
+        result = Status::Error(ev->error ? ev->error->message : "the engine failed");
+        finished = true;
+      }
+    }
+    if (finished || !events.empty()) continue;
+    std::vector<std::function<void()>> run;
+    {
+      MutexLock lock(mu);
+      while (posted.empty()) lock.Wait(cv);
+      run.swap(posted);
+    }
+    for (auto& fn : run) fn();
+  }
+  e->Shutdown();
+  // A wake-up posted after the last read: run it, so the notifier holds no
+  // stream once this returns.
+  MutexLock lock(mu);
+  for (auto& fn : posted) fn();
+  return result;
+}
+
 int GenerateMain(int argc, char** argv, int first) {
   for (int i = first; i < argc; i++) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -190,93 +295,25 @@ int GenerateMain(int argc, char** argv, int first) {
     std::fprintf(stderr, "tokenwire generate: %s\n%s", s.message().c_str(), GenerateUsage().c_str());
     return 2;
   }
-  auto fail = [](const Status& s) {
+  if (f.model_dir.empty()) {
+    std::fprintf(stderr, "tokenwire generate: no --model: random tiny GPT-2 weights (seed 0), so the text "
+                 "is noise\n");
+  }
+  GenerateOutcome o;
+  Status s = Generate(
+      f,
+      [](std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      },
+      &o);
+  if (!s.ok()) {
     std::fprintf(stderr, "tokenwire generate: %s\n", s.message().c_str());
     return 1;
-  };
-
-  // The model `tokenwire serve` would load: the folder, or random tiny weights.
-  std::shared_ptr<const model::Gpt2Model> gpt2;
-  std::string name;
-  if (Status s = model::LoadModelForServing(f.model_dir, &gpt2, &name); !s.ok()) {
-    return fail(Status::Error("--model: " + s.message()));
-  }
-  if (f.model_dir.empty()) {
-    std::fprintf(stderr, "tokenwire generate: no --model: random tiny GPT-2 weights (%s, seed 0), so the "
-                 "text is noise\n", name.c_str());
-  }
-  tokenizer::Tokenizer tok;
-  Status ts = f.model_dir.empty() ? tokenizer::Tokenizer::LoadEmbedded(&tok)
-                                  : tokenizer::Tokenizer::LoadFromDirOrEmbedded(f.model_dir, &tok);
-  if (!ts.ok()) return fail(ts);
-  const model::Gpt2Config& cfg = gpt2->config();
-
-  std::vector<int32_t> prompt = tok.Encode(f.prompt);
-  if (prompt.empty()) return fail(Status::Error("the prompt encodes to no tokens"));
-  int64_t total = static_cast<int64_t>(prompt.size()) + f.max_new_tokens;
-  if (total > cfg.n_ctx) {
-    return fail(Status::Error("prompt tokens (" + std::to_string(prompt.size()) + ") + --max-new-tokens (" +
-                              std::to_string(f.max_new_tokens) + ") exceed the model context of " +
-                              std::to_string(cfg.n_ctx)));
-  }
-
-  // One sequence: just enough KV blocks for it, allocated once.
-  model::KvCacheConfig kc;
-  kc.block_size_tokens = static_cast<int>(f.block_size);
-  kc.num_blocks = model::BlocksFor(static_cast<int>(total), kc.block_size_tokens);
-  std::unique_ptr<model::KvPool> kv;
-  if (Status s = model::KvPool::Create(cfg, kc, &kv); !s.ok()) return fail(s);
-  cpu::ThreadPool pool(f.threads > 0 ? static_cast<int>(f.threads) : cpu::ThreadPool::HardwareThreads());
-  model::ForwardLimits fl;
-  fl.max_batch = 1;
-  fl.weights = f.weights;
-  std::unique_ptr<model::Gpt2Forward> fwd;
-  if (Status s = model::Gpt2Forward::Create(*gpt2, kv.get(), &pool, fl, &fwd); !s.ok()) return fail(s);
-
-  engine::BlockAllocator blocks(kc.num_blocks);
-  model::SeqState seq;
-  if (!blocks.Alloc(kc.num_blocks, &seq.block_table)) return fail(Status::Error("KV allocation failed"));
-
-  std::vector<float> logits(static_cast<size_t>(cfg.vocab_size));
-  if (Status s = fwd->Prefill(&seq, prompt.data(), static_cast<int>(prompt.size()), logits.data());
-      !s.ok()) {
-    return fail(s);
-  }
-  model::Sampler sampler(cfg.vocab_size);
-  model::Rng rng(f.seed);
-  model::SamplingParams sp;
-  sp.temperature = static_cast<float>(f.temperature);
-  sp.top_k = static_cast<int>(f.top_k);
-  sp.top_p = static_cast<float>(f.top_p);
-  tokenizer::Utf8StreamDecoder utf8;
-  backend::TextAssembler text(f.stop);
-  const char* reason = "length";
-  int produced = 0;
-  for (;;) {
-    int32_t next = sampler.Sample(logits.data(), sp, &rng);
-    produced++;
-    if (next == cfg.eos_token_id) {
-      reason = "eos";
-      break;
-    }
-    backend::TextAssembler::Step step = text.Push(utf8.Push(tok.TokenBytes(next)));
-    std::fwrite(step.text.data(), 1, step.text.size(), stdout);
-    std::fflush(stdout);
-    if (step.stopped) {
-      reason = "stop";
-      break;
-    }
-    if (produced >= f.max_new_tokens) break;
-    model::SeqState* seqs[1] = {&seq};
-    if (Status s = fwd->DecodeBatch(seqs, &next, 1, logits.data()); !s.ok()) return fail(s);
-  }
-  if (std::string_view(reason) != "stop") {
-    std::string tail = text.Push(utf8.Flush()).text + text.Flush();
-    std::fwrite(tail.data(), 1, tail.size(), stdout);
   }
   std::fputs("\n", stdout);
-  std::fprintf(stderr, "[%d prompt tokens, %d generated, finish_reason=%s]\n",
-               static_cast<int>(prompt.size()), produced, reason);
+  std::fprintf(stderr, "[%d prompt tokens, %zu generated, finish_reason=%s]\n", o.prompt_tokens,
+               o.tokens.size(), o.finish_reason.c_str());
   return 0;
 }
 

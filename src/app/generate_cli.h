@@ -6,13 +6,21 @@
 // generate --help` and `tokenwire --help` are all made from it, so they
 // cannot disagree (tests/app/help_test.cc checks the texts against it).
 //
-// Threads: the calling thread and the CPU pool it starts. Memory: the model,
-// and KV blocks for the one sequence (prompt + --max-new-tokens).
+// It runs the way the server does: the runner factory (MakeRunner), the
+// engine, a stream; so the same prompt, --seed and sampling flags give the
+// same tokens as a request to `tokenwire serve --backend cpu` with the same
+// model and "seed" (tests/app/generate_test.cc checks it).
+//
+// Threads: the calling thread, the engine's thread and its CPU pool. Memory:
+// the model, KV blocks for the one sequence (prompt + --max-new-tokens), and
+// its events until read.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -52,6 +60,19 @@ std::string GenerateUsage();
 
 // The text of `tokenwire --help`: both commands.
 std::string ProgramUsage();
+
+// What one generation produced.
+struct GenerateOutcome {
+  std::string model_name;
+  int prompt_tokens = 0;
+  std::vector<int32_t> tokens;  // every generated token id, the end-of-text token included
+  std::string finish_reason;    // "length", "stop" or "eos"
+};
+
+// Runs one generation of `f` through the engine; `on_text` gets each piece
+// of text as it is produced (the stop rules already applied).
+Status Generate(const GenerateFlags& f, const std::function<void(std::string_view)>& on_text,
+                GenerateOutcome* out);
 
 // argv[first..] are the generate flags and the prompt. Returns the exit code.
 int GenerateMain(int argc, char** argv, int first);

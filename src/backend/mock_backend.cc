@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/text_assembler.h"
+#include "backend/token_emitter.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8_stream.h"
 
 namespace tw::backend {
 
@@ -28,13 +27,11 @@ struct MockBackend::Sequence {
   std::string id;
   std::shared_ptr<stream::Stream> stream;
   GenerationRequest request;
-  int produced = 0;
   bool paused = false;
   bool first_due_pending = true;  // the TTFT delay has not elapsed yet
   stream::Clock::time_point next_due;
   uint64_t ticket = 0;  // current schedule entry; 0 = not scheduled
-  tokenizer::Utf8StreamDecoder utf8;
-  std::unique_ptr<TextAssembler> text;
+  std::unique_ptr<TokenEmitter> emit;  // the tokens produced so far, their text, the end rules
   std::shared_ptr<EmissionLog> log;  // shared with logs_; written under mu_
 };
 
@@ -137,7 +134,8 @@ void MockBackend::Apply(Command& c) {
       s->id = c.id;
       s->stream = std::move(c.stream);
       s->request = std::move(c.request);
-      s->text = std::make_unique<TextAssembler>(s->request.stop);
+      // No end-of-text token in the mock's synthetic vocabulary.
+      s->emit = std::make_unique<TokenEmitter>(tokenizer_, s->request.stop, s->request.max_new_tokens, -1);
       s->next_due = OnGrid(s->request.arrival + std::chrono::milliseconds(options_.ttft_ms));
       {
         MutexLock lock(mu_);
@@ -180,31 +178,17 @@ void MockBackend::Apply(Command& c) {
 
 void MockBackend::Produce(const std::shared_ptr<Sequence>& sp, stream::Clock::time_point now) {
   Sequence& s = *sp;
-  int32_t token = TokenAt(s.request.prompt_tokens, s.request.seed, s.produced);
+  int32_t token = TokenAt(s.request.prompt_tokens, s.request.seed, s.emit->produced());
   Log(s, token);
-  std::string text = s.utf8.Push(tokenizer_->TokenBytes(token));
-  TextAssembler::Step step = s.text->Push(text);
-  int index = s.produced++;
+  TokenEmitter::Emit e = s.emit->Push(token);
   s.first_due_pending = false;
-  auto token_event = [&](std::string text) {
-    stream::Event e = stream::Event::Token(index, token, std::move(text));
-    if (s.request.logprobs >= 0) e.logprobs = Logprobs(token, s.request.logprobs);
-    return e;
-  };
-  if (step.stopped) {
-    s.stream->Append(token_event(std::move(step.text)));
-    Finish(s, stream::FinishReason::kStop);
+  stream::Event event = stream::Event::Token(e.index, token, std::move(e.text));
+  if (s.request.logprobs >= 0) event.logprobs = Logprobs(token, s.request.logprobs);
+  s.stream->Append(std::move(event));
+  if (e.done) {
+    Finish(s, e.reason);
     return;
   }
-  if (s.produced >= s.request.max_new_tokens) {
-    // Last token: carry everything held back (partial character, possible
-    // stop-string prefix) in its text.
-    std::string tail = step.text + s.text->Push(s.utf8.Flush()).text + s.text->Flush();
-    s.stream->Append(token_event(std::move(tail)));
-    Finish(s, stream::FinishReason::kLength);
-    return;
-  }
-  s.stream->Append(token_event(std::move(step.text)));
   s.next_due += interval_;
   if (s.next_due < now - 100 * interval_) s.next_due = OnGrid(now);  // don't burst after a stall
   Schedule(sp);
@@ -243,7 +227,7 @@ void MockBackend::Finish(Sequence& s, stream::FinishReason reason) {
     s.log->exit_time = stream::Clock::now();
     live_--;
   }
-  s.stream->Finish(stream::Event::Done(reason, prompt, s.produced));
+  s.stream->Finish(stream::Event::Done(reason, prompt, s.emit->produced()));
   s.ticket = 0;       // any schedule entry is stale
   seqs_.erase(s.id);  // a stale entry may keep s alive until it is popped
 }

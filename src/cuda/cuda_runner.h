@@ -64,11 +64,5 @@ struct CudaRunnerStats {
   long long replays = 0;
 };
 Status CudaStats(const engine::ModelRunner* runner, CudaRunnerStats* out);
-// A line about the runner for the start-up summary ("NVIDIA H200, ...; weights
-// 0.65 GB, KV pool 2.4 GB; matmul fp32").
-std::string CudaDescribe(const engine::ModelRunner* runner);
-
-// True in a CUDA build.
-bool BuiltWithCuda();
 
 }  // namespace tw::cuda

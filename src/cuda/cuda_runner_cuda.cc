@@ -105,7 +105,6 @@ class CudaRunner : public engine::ModelRunner {
   Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
 
   Status LastLogits(int rows, std::vector<float>* out);
-  std::string Describe() const { return describe_; }
   CudaRunnerStats Stats() const { return CudaRunnerStats{static_cast<int>(graphs_.size()), replays_}; }
 
  private:
@@ -167,7 +166,6 @@ class CudaRunner : public engine::ModelRunner {
   std::map<int, void*> graphs_;  // bucket -> executable graph (all captured in Init)
   long long replays_ = 0;        // graph launches
   int last_rows_ = 0;            // rows the last step sampled
-  std::string describe_;
 };
 
 CudaRunner::~CudaRunner() {
@@ -260,13 +258,6 @@ Status CudaRunner::Init() {
   if (options_.use_graphs) {
     for (int bucket : buckets_) TW_TRY(CaptureDecode(bucket));
   }
-
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%s; weights %.2f GB, KV pool %.2f GB (%d blocks + %d scratch), matmul %s%s",
-                kernels::DeviceSummary().c_str(), weights_.bytes() / 1e9, pool_bytes / 1e9,
-                limits_.num_kv_blocks, pad_blocks, options_.tf32x3 ? "3xtf32" : "fp32",
-                options_.use_graphs ? ", decode graphs per bucket" : "");
-  describe_ = buf;
   return Status::Ok();
 }
 
@@ -517,8 +508,6 @@ Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engin
   return Status::Ok();
 }
 
-bool BuiltWithCuda() { return true; }
-
 Status CudaLastLogits(engine::ModelRunner* runner, int rows, std::vector<float>* out) {
   auto* r = dynamic_cast<CudaRunner*>(runner);
   if (r == nullptr) return Status::Error("not the CUDA runner");
@@ -530,11 +519,6 @@ Status CudaStats(const engine::ModelRunner* runner, CudaRunnerStats* out) {
   if (r == nullptr) return Status::Error("not the CUDA runner");
   *out = r->Stats();
   return Status::Ok();
-}
-
-std::string CudaDescribe(const engine::ModelRunner* runner) {
-  auto* r = dynamic_cast<const CudaRunner*>(runner);
-  return r == nullptr ? "not the CUDA runner" : r->Describe();
 }
 
 }  // namespace tw::cuda

@@ -11,14 +11,10 @@ Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model>, const engine::Run
       "with the CUDA toolkit; see README, GPU build)");
 }
 
-bool BuiltWithCuda() { return false; }
-
 Status CudaLastLogits(engine::ModelRunner*, int, std::vector<float>*) {
   return Status::Error("this build has no CUDA runner");
 }
 
 Status CudaStats(const engine::ModelRunner*, CudaRunnerStats*) { return Status::Error("this build has no CUDA runner"); }
-
-std::string CudaDescribe(const engine::ModelRunner*) { return "no CUDA in this build"; }
 
 }  // namespace tw::cuda

@@ -4,9 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "backend/text_assembler.h"
+#include "backend/token_emitter.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8_stream.h"
 
 namespace tw::engine {
 
@@ -48,13 +47,15 @@ struct Engine::Sequence {
   bool released = false;   // blocks returned (exactly once)
   bool paused = false;
   bool done = false;       // stream finished; removed from the lists at Compact()
-  int produced = 0;
   int32_t last_token = 0;
-  tokenizer::Utf8StreamDecoder utf8;
-  backend::TextAssembler text;
+  backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
 
-  Sequence(std::shared_ptr<stream::Stream> s, backend::GenerationRequest r, uint64_t seed)
-      : id(s->id()), stream(std::move(s)), request(std::move(r)), text(request.stop) {
+  Sequence(std::shared_ptr<stream::Stream> s, backend::GenerationRequest r, uint64_t seed,
+           const tokenizer::Tokenizer* tokenizer, int32_t eos)
+      : id(s->id()),
+        stream(std::move(s)),
+        request(std::move(r)),
+        emit(tokenizer, request.stop, request.max_new_tokens, eos) {
     sampling.temperature = request.temperature;
     sampling.top_k = request.top_k;
     sampling.top_p = request.top_p;
@@ -211,7 +212,7 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
     return false;
   }
   uint64_t seed = request.has_seed ? request.seed : options_.unseeded_base + next_unseeded_++;
-  auto seq = std::make_unique<Sequence>(std::move(stream), std::move(request), seed);
+  auto seq = std::make_unique<Sequence>(std::move(stream), std::move(request), seed, tokenizer_, eos_);
   seq->kv_tokens.reserve(static_cast<size_t>(positions));
   seq->kv_tokens = seq->request.prompt_tokens;
   if (seq->kv_tokens.empty()) seq->kv_tokens.push_back(eos_);  // GPT-2's <|endoftext|> as BOS
@@ -317,7 +318,7 @@ void Engine::Apply(Command& c) {
 }
 
 stream::Event Engine::DoneOf(const Sequence& s, stream::FinishReason reason) {
-  return stream::Event::Done(reason, static_cast<int>(s.request.prompt_tokens.size()), s.produced);
+  return stream::Event::Done(reason, static_cast<int>(s.request.prompt_tokens.size()), s.emit.produced());
 }
 
 void Engine::Retire(Sequence& s, stream::Event terminal) {
@@ -488,7 +489,7 @@ SeqView Engine::ViewOf(const Sequence& s, const int32_t* tokens, int n) {
   v.tokens = tokens;
   v.n = n;
   v.sampling = s.sampling;
-  v.sampling.counter = static_cast<uint64_t>(s.produced);
+  v.sampling.counter = static_cast<uint64_t>(s.emit.produced());
   return v;
 }
 
@@ -574,40 +575,14 @@ std::shared_ptr<const stream::TokenLogprobs> Engine::LogprobsOf(const SampledTok
 }
 
 bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
-  const int32_t tok = sampled.id;
-  auto token_event = [&](int index, std::string text) {
-    stream::Event e = stream::Event::Token(index, tok, std::move(text));
-    e.logprobs = LogprobsOf(sampled);
-    return e;
-  };
-  const int index = s.produced++;
-  s.last_token = tok;
+  s.last_token = sampled.id;
   counters_.tokens_generated++;
-  if (tok == eos_) {
-    // The eos token is reported with only the held-back text.
-    std::string tail = s.text.Push(s.utf8.Flush()).text;
-    tail += s.text.Flush();
-    s.stream->Append(token_event(index, std::move(tail)));
-    Retire(s, DoneOf(s, stream::FinishReason::kEos));
-    return true;
-  }
-  backend::TextAssembler::Step step = s.text.Push(s.utf8.Push(tokenizer_->TokenBytes(tok)));
-  if (step.stopped) {
-    s.stream->Append(token_event(index, std::move(step.text)));
-    Retire(s, DoneOf(s, stream::FinishReason::kStop));
-    return true;
-  }
-  if (s.produced >= s.request.max_new_tokens) {
-    // Last token: carry everything held back (partial character, possible
-    // stop-string prefix) in its text.
-    std::string tail = step.text + s.text.Push(s.utf8.Flush()).text;
-    tail += s.text.Flush();
-    s.stream->Append(token_event(index, std::move(tail)));
-    Retire(s, DoneOf(s, stream::FinishReason::kLength));
-    return true;
-  }
-  s.stream->Append(token_event(index, std::move(step.text)));
-  return false;
+  backend::TokenEmitter::Emit e = s.emit.Push(sampled.id);
+  stream::Event event = stream::Event::Token(e.index, sampled.id, std::move(e.text));
+  event.logprobs = LogprobsOf(sampled);
+  s.stream->Append(std::move(event));
+  if (e.done) Retire(s, DoneOf(s, e.reason));
+  return e.done;
 }
 
 void Engine::Compact() {

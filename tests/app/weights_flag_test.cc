@@ -99,7 +99,9 @@ TEST(WeightsFlag, TheFactoryPacksTheCpuRunnersMatricesInTheFormat) {
   size_t f32_bytes = 0;
   for (const char* f : {"f32", "bf16", "q8"}) {
     std::unique_ptr<engine::ModelRunner> r;
-    s = MakeRunner("cpu", m, limits, &r, "fp32", f);
+    RunnerOptions ro;
+    ro.weights = f;
+    s = MakeRunner("cpu", m, limits, ro, &r);
     ASSERT_TRUE(s.ok()) << s.message();
     auto* cpu = dynamic_cast<model::CpuRunner*>(r.get());
     ASSERT_NE(cpu, nullptr);
@@ -109,10 +111,14 @@ TEST(WeightsFlag, TheFactoryPacksTheCpuRunnersMatricesInTheFormat) {
     EXPECT_NEAR(ratio, f[0] == 'f' ? 1.0 : f[0] == 'b' ? 0.5 : 1.125 / 4, 0.01) << f;
   }
   std::unique_ptr<engine::ModelRunner> r;
-  s = MakeRunner("cpu", m, limits, &r, "fp32", "q4");
+  RunnerOptions q4;
+  q4.weights = "q4";
+  s = MakeRunner("cpu", m, limits, q4, &r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("--weights"), std::string::npos) << s.message();
-  s = MakeRunner("cuda", m, limits, &r, "fp32", "q8");
+  RunnerOptions q8;
+  q8.weights = "q8";
+  s = MakeRunner("cuda", m, limits, q8, &r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("--weights q8"), std::string::npos) << s.message();
 }

@@ -57,7 +57,7 @@ inline std::unique_ptr<engine::Engine> MakeEngine(engine::EngineOptions o) {
   const TinyModel& m = TinyModel::Get();
   std::unique_ptr<engine::ModelRunner> runner;
   Status s = app::MakeRunner(TestRunnerKind(), m.model, engine::RunnerLimitsFor(o, m.model->config().n_ctx),
-                             &runner);
+                             app::RunnerOptions(), &runner);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return nullptr;
   std::unique_ptr<engine::Engine> e;

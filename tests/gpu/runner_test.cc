@@ -431,8 +431,8 @@ TEST(CudaRunner, GreedyTokensEqualTheCpuRunnersAloneAndInABatch) {
   const std::vector<std::vector<int32_t>> prompts = GoldenPrompts(model->config().vocab_size);
   engine::RunnerLimits l = Limits(8, 64);
   std::unique_ptr<engine::ModelRunner> cpu, gpu;
-  TW_ASSERT_OK(app::MakeRunner("cpu", model, l, &cpu));
-  TW_ASSERT_OK(app::MakeRunner("cuda", model, l, &gpu));
+  TW_ASSERT_OK(app::MakeRunner("cpu", model, l, app::RunnerOptions(), &cpu));
+  TW_ASSERT_OK(app::MakeRunner("cuda", model, l, app::RunnerOptions(), &gpu));
   ASSERT_STREQ(gpu->kind(), "cuda");
   const int kSteps = CiShapes() ? 12 : 24;
   const std::vector<std::vector<int32_t>> want = Greedy(cpu.get(), prompts, kSteps, /*batch=*/false);

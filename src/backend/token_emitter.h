@@ -1,0 +1,57 @@
+// TokenEmitter: what a producer does with each token it draws, in one place
+// for the engine, the mock backend and (through the engine) `tokenwire
+// generate` (DESIGN.md §5).
+//
+// The rules, in order, for the token at index i of the completion:
+//  1. the end-of-text token ends the generation (finish_reason "eos"); it is
+//     reported, carrying only the text held back so far;
+//  2. otherwise its bytes go through the incremental UTF-8 decoder, then the
+//     stop-string matcher (TextAssembler); a completed stop string ends the
+//     generation ("stop"), the stop string itself never emitted;
+//  3. otherwise, the max_new_tokens-th token ends it ("length") and carries
+//     everything held back (a partial character, a possible stop-string
+//     prefix);
+//  4. otherwise the token carries the text that is certain so far.
+//
+// Threads: one per generation, owned by its producer. Memory: the held-back
+// text (under 4 bytes of UTF-8 plus the longest stop string).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/text_assembler.h"
+#include "stream/event.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8_stream.h"
+
+namespace tw::backend {
+
+class TokenEmitter {
+ public:
+  // eos_token_id < 0: no end-of-text token (the mock's synthetic vocabulary).
+  TokenEmitter(const tokenizer::Tokenizer* tokenizer, std::vector<std::string> stop, int max_new_tokens,
+               int32_t eos_token_id);
+
+  struct Emit {
+    int index = 0;     // the token's position in the completion, from 0
+    std::string text;  // its UTF-8 delta ("" while text is held back)
+    bool done = false;  // the generation ends with this token
+    stream::FinishReason reason = stream::FinishReason::kLength;  // when done
+  };
+  // The next drawn token. Not to be called after an Emit with done.
+  Emit Push(int32_t token);
+
+  int produced() const { return produced_; }  // tokens pushed so far
+
+ private:
+  const tokenizer::Tokenizer* tokenizer_;
+  int max_new_tokens_;
+  int32_t eos_;
+  int produced_ = 0;
+  tokenizer::Utf8StreamDecoder utf8_;
+  TextAssembler text_;
+};
+
+}  // namespace tw::backend
