@@ -44,17 +44,53 @@ App::~App() {
   if (signal_fd_ >= 0) ::close(signal_fd_);
 }
 
+namespace {
+
+// What each signal means (docs/DECISIONS.md, "Signals"): TERM, INT, HUP and
+// QUIT drain, as TERM always did; USR1, USR2 and ALRM are logged and
+// ignored. PIPE is ignored (net::IgnoreSigpipe). Only KILL ends the process
+// without a drain; a fault (SEGV, ABRT, ...) is not handled.
+constexpr int kDrainSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+constexpr int kIgnoredSignals[] = {SIGUSR1, SIGUSR2, SIGALRM};
+
+sigset_t HandledSignals() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : kDrainSignals) sigaddset(&mask, s);
+  for (int s : kIgnoredSignals) sigaddset(&mask, s);
+  return mask;
+}
+
+bool SignalDrains(int sig) {
+  for (int s : kDrainSignals) {
+    if (s == sig) return true;
+  }
+  return false;
+}
+
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+    default: return "other";
+  }
+}
+
+}  // namespace
+
 Status App::Init(bool watch_signals) {
   net::IgnoreSigpipe();
   if (watch_signals) {
     // Before any thread starts (the backend's, the CPU pool's): threads
-    // inherit the mask, so SIGTERM/SIGINT stay pending for the signalfd
-    // below instead of reaching a thread whose default action kills the
-    // process.
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
+    // inherit the mask, so the handled signals stay pending for the
+    // signalfd below instead of reaching a thread whose default action
+    // kills the process.
+    sigset_t mask = HandledSignals();
     if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return Status::Error("pthread_sigmask failed");
   }
   LogOptions lo;
@@ -160,17 +196,19 @@ Status App::Init(bool watch_signals) {
   port_ = server_->port();
 
   if (watch_signals) {
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
+    sigset_t mask = HandledSignals();
     signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd_ < 0) return Status::FromErrno("signalfd");
     Status s = loop_.AddFileEvent(signal_fd_, net::kReadable, [this](int fd, int) {
       signalfd_siginfo info;
+      bool drain = false;
       while (::read(fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        const int sig = static_cast<int>(info.ssi_signo);
+        const bool drains = SignalDrains(sig);
+        log_->Log(LogLevel::kInfo, "signal", {{"signal", SignalName(sig)}, {"action", drains ? "drain" : "ignored"}});
+        drain |= drains;
       }
-      BeginShutdown();
+      if (drain) BeginShutdown();
     });
     if (!s.ok()) return s;
   }

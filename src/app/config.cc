@@ -34,7 +34,7 @@ const IntFlag kIntFlags[] = {
      "SSE comment / WebSocket ping on an idle stream every this often"},
     {"--retain-ms", &Config::retain_ms, 0, 86400000,
      "a finished stream stays resumable for this long"},
-    {"--drain-ms", &Config::drain_ms, 0, 3600000, "SIGTERM: exit within this"},
+    {"--drain-ms", &Config::drain_ms, 0, 3600000, "SIGTERM, SIGINT, SIGHUP, SIGQUIT: drain, and exit within this"},
     {"--max-batch", &Config::max_batch, 1, 4096, "sequences decoded together (engine)"},
     {"--prefill-batch-tokens", &Config::prefill_batch_tokens, 1, 256,
      "prompt tokens prefilled together in one pass (engine)"},

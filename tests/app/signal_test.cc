@@ -35,7 +35,8 @@ using testing::ServerChild;
 // client got); one that finished first ends with done; at least
 // `min_drained` were cut by the shutdown. The process exits 0 within
 // --drain-ms (not killed by the signal).
-void DrainOnSigterm(const std::vector<std::string>& flags, int clients_n, int tokens, int min_drained) {
+void DrainOnSignal(const std::vector<std::string>& flags, int clients_n, int tokens, int min_drained,
+                   int sig = SIGTERM) {
   ServerChild server(flags);
   ASSERT_NE(server.port(), 0) << "the server did not start";
   std::vector<client::SseClient> clients(static_cast<size_t>(clients_n));
@@ -55,7 +56,7 @@ void DrainOnSigterm(const std::vector<std::string>& flags, int clients_n, int to
   json::Value start;
   ASSERT_TRUE(json::Parse(f.payload, &start).ok()) << f.payload;
   ASSERT_EQ(start.Find("type")->as_string(), "start") << f.payload;
-  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  ASSERT_EQ(::kill(server.pid(), sig), 0);
   // The WebSocket: its events, then shutting_down naming the last seq it
   // got (or done, if it finished first), then the 1001 close.
   int64_t ws_last_seq = start.Find("seq")->as_int();
@@ -148,7 +149,7 @@ TEST(Signals, ReadinessFailsWhileDrainingAndHealthStaysUp) {
 }
 
 TEST(Signals, SigtermToTheProcessDrainsTheMockBackend) {
-  DrainOnSigterm({"--backend", "mock", "--mock-tokens-per-s", "50", "--mock-ttft-ms", "0", "--max-new-tokens",
+  DrainOnSignal({"--backend", "mock", "--mock-tokens-per-s", "50", "--mock-ttft-ms", "0", "--max-new-tokens",
                   "100000", "--drain-ms", "3000"},
                  4, 100000, 4);
 }
@@ -157,9 +158,63 @@ TEST(Signals, SigtermToTheProcessDrainsTheMockBackend) {
 // a process-directed signal used to land on. One sequence at a time and 48
 // queued, so most are still waiting or running when the signal comes.
 TEST(Signals, SigtermToTheProcessDrainsTheCpuBackend) {
-  DrainOnSigterm({"--backend", "cpu", "--threads", "2", "--max-batch", "1", "--max-waiting", "64", "--drain-ms",
+  DrainOnSignal({"--backend", "cpu", "--threads", "2", "--max-batch", "1", "--max-waiting", "64", "--drain-ms",
                   "3000"},
                  48, 120, 1);
+}
+
+// HUP and QUIT drain like TERM (INT too: Ctrl-C). Before, their default
+// action ended the process at once (status 129 for HUP), with no drain and
+// no shutting_down event.
+TEST(Signals, HupAndQuitDrainLikeTerm) {
+  for (int sig : {SIGHUP, SIGQUIT, SIGINT}) {
+    SCOPED_TRACE(sig);
+    DrainOnSignal({"--backend", "mock", "--mock-tokens-per-s", "50", "--mock-ttft-ms", "0", "--max-new-tokens",
+                   "100000", "--drain-ms", "3000"},
+                  2, 100000, 2, sig);
+  }
+}
+
+// USR1, USR2 and ALRM are logged and ignored: the stream in flight goes on,
+// the server answers, and TERM still drains it afterwards.
+TEST(Signals, Usr1Usr2AndAlrmAreLoggedAndIgnored) {
+  ServerChild server({"--backend", "mock", "--mock-tokens-per-s", "200", "--mock-ttft-ms", "0", "--max-new-tokens",
+                      "100000", "--drain-ms", "3000", "--log-level", "info"});
+  ASSERT_NE(server.port(), 0) << "the server did not start";
+  client::SseClient c;
+  ASSERT_TRUE(c.Connect(server.port()).ok());
+  ASSERT_TRUE(c.Post("/v1/stream", R"({"prompt":"Hello","max_new_tokens":100000})").ok());
+  ASSERT_TRUE(c.ReadEvents([](const sse::Event& e) { return e.type != "start"; }).ok());
+  for (const char* name : {"SIGUSR1", "SIGUSR2", "SIGALRM"}) {
+    const int sig = std::string(name) == "SIGUSR1" ? SIGUSR1 : std::string(name) == "SIGUSR2" ? SIGUSR2 : SIGALRM;
+    ASSERT_EQ(::kill(server.pid(), sig), 0);
+    // Counted, not slept: the log line says the signal was handled.
+    const std::string want = std::string("signal=") + name + " action=ignored";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (server.Log().find(want) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      int dead_by = 0;
+      const int exited = server.Wait(10, &dead_by);  // one look, 10 ms
+      ASSERT_TRUE(exited == -1 && dead_by == 0) << name << " ended the process (exit " << exited << ", signal "
+                                                << dead_by << ")";
+    }
+    ASSERT_NE(server.Log().find(want), std::string::npos) << server.Log();
+    client::HttpClient h;
+    client::Response resp;
+    ASSERT_TRUE(h.Connect(server.port()).ok());
+    client::Request req;
+    req.method = "GET";
+    req.target = "/healthz";
+    ASSERT_TRUE(h.RoundTrip(req, &resp).ok());
+    EXPECT_EQ(resp.head.status, 200);
+  }
+  // The stream still runs: more token events after the three signals.
+  size_t tokens = 0;
+  c.mutable_result().stopped = false;
+  ASSERT_TRUE(c.ReadEvents([&](const sse::Event& e) { return e.type != "token" || ++tokens < 20; }).ok());
+  EXPECT_EQ(tokens, 20u);
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  int signal = 0;
+  EXPECT_EQ(server.Wait(5000, &signal), 0) << "killed by signal " << signal;
 }
 
 }  // namespace
