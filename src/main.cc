@@ -42,7 +42,7 @@ int Serve(int argc, char** argv) {
     std::fprintf(stderr, "tokenwire serve: %s\n", s.message().c_str());
     return 1;
   }
-  std::fprintf(stderr, "tokenwire: stopped\n");
+  // The log's last line says so ("stopped"), in the log's format.
   return 0;
 }
 

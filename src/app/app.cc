@@ -97,6 +97,7 @@ Status App::Init(bool watch_signals) {
   ParseLogLevel(config_.log_level, &lo.level);  // validated with the flags
   if (config_.log_format == "json") lo.format = FormatLogJson;
   lo.max_queued_bytes = static_cast<size_t>(config_.log_buffer_bytes);
+  lo.exit_flush_ms = config_.log_exit_flush_ms;
   lo.fd = config_.log_fd;
   lo.dropped_counter = metrics_.AddCounter(
       "log_lines_dropped_total", "Log lines dropped because stderr did not take them fast enough.");
@@ -258,7 +259,8 @@ Status App::Run() {
   // The loop has stopped: nothing else runs on it. Stop the producers.
   if (backend_) backend_->Shutdown();
   log_->Log(LogLevel::kInfo, "stopped", {{"streams_live", hub_ ? hub_->live_streams() : 0}});
-  log_->Flush();
+  // Bounded: a stderr nobody reads must not hold the exit (--log-exit-flush-ms).
+  log_->FlushForExit();
   return s;
 }
 

@@ -122,11 +122,13 @@ class App : public service::Service {
   static ApiError Draining();
 
   Config config_;
+  // Before log_: the logger counts dropped lines in it to its last moment
+  // (at exit too, --log-exit-flush-ms).
+  Metrics metrics_;
   // Made first in Init and destroyed last: everything below may log.
   std::unique_ptr<Logger> log_;
   service::ServiceInfo info_;  // filled in Init; read-only after (prep threads read it)
   net::EventLoop loop_;
-  Metrics metrics_;
   http::Router router_;
   std::unique_ptr<http::Server> server_;
   tokenizer::Tokenizer tokenizer_;

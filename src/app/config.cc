@@ -85,6 +85,8 @@ const IntFlag kIntFlags[] = {
      "WebSocket: a heartbeat ping unanswered this long closes the connection"},
     {"--log-buffer-bytes", &Config::log_buffer_bytes, 4096, 1 << 30,
      "log lines queued for stderr; beyond, lines are dropped (counted in /metrics), never waited for"},
+    {"--log-exit-flush-ms", &Config::log_exit_flush_ms, 0, 60000,
+     "at exit, queued log lines stderr has not taken within this are dropped (the exit is never held longer)"},
     {"--mock-ttft-ms", &Config::mock_ttft_ms, 0, 3600000, "mock backend: time to first token"},
     {"--lab-pad-bytes", &Config::lab_pad_bytes, 0, 65536,
      "lab (needs --lab): pad every token event with N bytes (field \"pad\") for the bench"},

@@ -81,6 +81,7 @@ struct Config {
   std::string log_level = "info";   // --log-level error|warn|info|debug
   std::string log_format = "text";  // --log-format text|json
   int64_t log_buffer_bytes = 1 << 20;  // --log-buffer-bytes: lines queued for stderr; beyond: dropped
+  int64_t log_exit_flush_ms = 1000;    // --log-exit-flush-ms: at exit, what stderr has not taken by then is dropped
   int log_fd = 2;                   // not a flag: where the log goes (tests give a pipe)
   // Mock backend.
   int64_t mock_ttft_ms = 200;

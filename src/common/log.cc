@@ -1,10 +1,14 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -109,7 +113,18 @@ void FormatLogText(const LogRecord& r, std::string* out) {
   out->push_back('\n');
 }
 
+namespace {
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 Logger::Logger(LogOptions options) : options_(std::move(options)) {
+  struct stat st;
+  if (::fstat(options_.fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) chunk_bytes_ = PIPE_BUF;
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -117,10 +132,14 @@ Logger::~Logger() {
   {
     MutexLock lock(mu_);
     stopping_ = true;
+    const int64_t bound = exit_overdue_ ? 0 : options_.exit_flush_ms * 1000000;
+    give_up_at_ns_.store(SteadyNowNs() + bound);
   }
   cv_.notify_one();
   thread_.join();
 }
+
+bool Logger::PastGiveUp() const { return SteadyNowNs() >= give_up_at_ns_.load(); }
 
 void Logger::Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
   if (!Enabled(level)) return;
@@ -159,18 +178,42 @@ void Logger::Flush() {
   while (written_count_ < target) lock.Wait(written_);
 }
 
-void Logger::WriteAll(const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(options_.fd, bytes.data() + off, bytes.size() - off);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return;  // the sink is gone or non-blocking and full: nobody to tell
+bool Logger::FlushForExit() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.exit_flush_ms);
+  MutexLock lock(mu_);
+  const uint64_t target = enqueued_;
+  while (written_count_ < target) {
+    if (!lock.WaitUntil(written_, deadline) && written_count_ < target) {
+      exit_overdue_ = true;
+      return false;
     }
   }
+  return true;
+}
+
+size_t Logger::WriteAll(const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    // Wait for room in slices of 100 ms, so a give-up set meanwhile (the
+    // end of the process) is seen.
+    const int64_t give_up = give_up_at_ns_.load();
+    const int64_t left_ms = give_up == INT64_MAX ? 100 : (give_up - SteadyNowNs()) / 1000000;
+    if (left_ms <= 0 && give_up != INT64_MAX) return off;
+    pollfd p{options_.fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms, 100)));
+    if (ready < 0 && errno != EINTR) return off;
+    if (ready <= 0) continue;
+    if ((p.revents & (POLLERR | POLLNVAL)) != 0) return off;  // the sink is gone: nobody to tell
+    ssize_t n = ::write(options_.fd, bytes.data() + off, std::min(bytes.size() - off, chunk_bytes_));
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+      continue;
+    } else {
+      return off;  // the sink is gone: nobody to tell
+    }
+  }
+  return off;
 }
 
 void Logger::Run() {
@@ -191,7 +234,18 @@ void Logger::Run() {
     }
     out.clear();
     for (const std::string& line : batch) out += line;
-    WriteAll(out);
+    const size_t written = WriteAll(out);
+    if (written < out.size()) {
+      // Given up at exit: the lines not written whole are dropped.
+      size_t end = 0;
+      uint64_t lost = 0;
+      for (const std::string& line : batch) {
+        end += line.size();
+        lost += end > written ? 1 : 0;
+      }
+      dropped_.fetch_add(lost, std::memory_order_relaxed);
+      if (options_.dropped_counter != nullptr) options_.dropped_counter->Inc(lost);
+    }
     {
       MutexLock lock(mu_);
       written_count_ += batch.size();
@@ -201,6 +255,15 @@ void Logger::Run() {
     if (stop) {
       MutexLock lock(mu_);
       if (queue_.empty()) return;
+      if (PastGiveUp()) {
+        // Past the exit bound with lines still queued: drop them too.
+        dropped_.fetch_add(queue_.size(), std::memory_order_relaxed);
+        if (options_.dropped_counter != nullptr) options_.dropped_counter->Inc(queue_.size());
+        written_count_ += queue_.size();
+        queue_.clear();
+        queued_bytes_ = 0;
+        return;
+      }
     }
   }
 }

@@ -101,6 +101,10 @@ struct LogOptions {
   int fd = 2;                            // stderr
   size_t max_queued_bytes = 1 << 20;     // --log-buffer-bytes
   Counter* dropped_counter = nullptr;    // also counts dropped records
+  // --log-exit-flush-ms: at the end (FlushFor, the destructor) the writer
+  // gives up on what the sink has not taken by then; it is dropped and
+  // counted, so a stderr nobody reads cannot keep the process from exiting.
+  int64_t exit_flush_ms = 1000;
 };
 
 class Logger {
@@ -115,11 +119,19 @@ class Logger {
   // Blocks until every record logged before the call is written (start-up
   // summary before "listening", tests).
   void Flush();
+  // The end of the process: as Flush, for at most options.exit_flush_ms;
+  // false if that ran out (the destructor then gives up at once and drops
+  // what is left). The destructor alone waits the same bound.
+  bool FlushForExit();
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
-  void WriteAll(const std::string& bytes);
+  // Writes `bytes`, in pieces the sink takes without blocking (a pipe: at
+  // most PIPE_BUF after poll says it has room), until done or the give-up
+  // time has passed; returns the bytes written.
+  size_t WriteAll(const std::string& bytes);
+  bool PastGiveUp() const;
 
   const LogOptions options_;
   std::atomic<uint64_t> dropped_{0};
@@ -131,6 +143,11 @@ class Logger {
   uint64_t enqueued_ TW_GUARDED_BY(mu_) = 0;  // records accepted so far
   uint64_t written_count_ TW_GUARDED_BY(mu_) = 0;  // of them, written
   bool stopping_ TW_GUARDED_BY(mu_) = false;
+  bool exit_overdue_ TW_GUARDED_BY(mu_) = false;  // FlushForExit ran out of time
+  size_t chunk_bytes_ = 1 << 20;  // largest single write: PIPE_BUF for a pipe or socket
+  // steady_clock nanoseconds after which the writer drops what is left
+  // (max: never; set at exit).
+  std::atomic<int64_t> give_up_at_ns_{INT64_MAX};
   std::thread thread_;
 };
 

@@ -7,7 +7,9 @@
 // action killed the process at once. While it drains the server still
 // answers: /readyz 503, /healthz 200, new streams 503 shutting_down.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -215,6 +217,73 @@ TEST(Signals, Usr1Usr2AndAlrmAreLoggedAndIgnored) {
   ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
   int signal = 0;
   EXPECT_EQ(server.Wait(5000, &signal), 0) << "killed by signal " << signal;
+}
+
+// stderr is a pipe nobody reads: the log fills it (and its queue), the
+// writer thread blocks, and SIGTERM must still end the process within
+// --drain-ms + --log-exit-flush-ms, exit 0. Before the bound, the exit-time
+// flush waited for the pipe forever.
+TEST(Signals, AStderrNobodyReadsDoesNotHoldTheExit) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  ServerChild server({"--backend", "mock", "--log-level", "info", "--drain-ms", "1000", "--log-exit-flush-ms", "300"},
+                     10000, p[1]);
+  ::close(p[1]);
+  ASSERT_NE(server.port(), 0) << "the server did not start";
+  // One access line per request: far more than the pipe's 64 KiB.
+  client::HttpClient c;
+  ASSERT_TRUE(c.Connect(server.port()).ok());
+  for (int i = 0; i < 3000; i++) {
+    client::Request req;
+    req.method = "GET";
+    req.target = "/healthz?pad=" + std::string(100, 'x');
+    client::Response resp;
+    ASSERT_TRUE(c.RoundTrip(req, &resp).ok()) << i;
+    ASSERT_EQ(resp.head.status, 200);
+  }
+  int avail = 0;
+  ASSERT_EQ(::ioctl(p[0], FIONREAD, &avail), 0);
+  EXPECT_GE(avail, 60000) << "the pipe is not full: test too weak";
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  int signal = 0;
+  const int code = server.Wait(6000, &signal);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  ::close(p[0]);
+  EXPECT_EQ(code, 0) << "still running after 6 s, or killed by signal " << signal;
+  EXPECT_LT(ms, 1000 + 300 + 2000) << "the exit took longer than its bounds";
+}
+
+// With --log-format json every line the process writes to stderr is JSON,
+// from the start-up summary to the last one after a drain. (The last line
+// was a plain "tokenwire: stopped".)
+TEST(Signals, WithJsonLogsEveryStderrLineIsJsonToTheEnd) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  ServerChild server({"--backend", "mock", "--log-level", "info", "--log-format", "json", "--drain-ms", "1000"}, 10000,
+                     p[1]);
+  ::close(p[1]);
+  ASSERT_NE(server.port(), 0) << "the server did not start";
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  int signal = 0;
+  ASSERT_EQ(server.Wait(5000, &signal), 0) << "killed by signal " << signal;
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
+  ::close(p[0]);
+  int lines = 0;
+  std::string last;
+  for (size_t at = 0; at < err.size();) {
+    size_t nl = err.find('\n', at);
+    ASSERT_NE(nl, std::string::npos) << "an unterminated line: " << err.substr(at);
+    last = err.substr(at, nl - at);
+    json::Value v;
+    EXPECT_TRUE(json::Parse(last, &v).ok()) << "not JSON: " << last;
+    lines++;
+    at = nl + 1;
+  }
+  EXPECT_GE(lines, 3) << err;  // the summary, draining, stopped
+  EXPECT_NE(last.find("\"stopped\""), std::string::npos) << last;
 }
 
 }  // namespace

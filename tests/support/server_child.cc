@@ -22,7 +22,7 @@ std::string ServerBinary() {
   return p.substr(0, p.rfind('/')) + "/tokenwire";
 }
 
-ServerChild::ServerChild(std::vector<std::string> flags, int start_timeout_ms) {
+ServerChild::ServerChild(std::vector<std::string> flags, int start_timeout_ms, int stderr_fd) {
   static int serial = 0;
   log_ = "/tmp/tw_server_child_" + std::to_string(::getpid()) + "_" + std::to_string(serial++) + ".log";
   std::vector<std::string> args = {ServerBinary(), "serve", "--port", "0"};
@@ -37,6 +37,7 @@ ServerChild::ServerChild(std::vector<std::string> flags, int start_timeout_ms) {
       ::dup2(fileno(f), 1);
       ::dup2(fileno(f), 2);
     }
+    if (stderr_fd >= 0) ::dup2(stderr_fd, 2);
     ::execv(argv[0], argv.data());
     std::_Exit(127);
   }

@@ -24,7 +24,9 @@ std::string ServerBinary();
 
 class ServerChild {
  public:
-  explicit ServerChild(std::vector<std::string> flags, int start_timeout_ms = 10000);
+  // stderr_fd >= 0: the child's stderr goes there (a pipe the test holds)
+  // instead of the log file.
+  explicit ServerChild(std::vector<std::string> flags, int start_timeout_ms = 10000, int stderr_fd = -1);
   ~ServerChild();
   ServerChild(const ServerChild&) = delete;
   ServerChild& operator=(const ServerChild&) = delete;
