@@ -17,6 +17,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kInternal: return "internal";
     case ErrorCode::kNotImplemented: return "not_implemented";
     case ErrorCode::kUnauthorized: return "unauthorized";
+    case ErrorCode::kForbidden: return "forbidden";
     case ErrorCode::kOverloaded: return "overloaded";
     case ErrorCode::kShuttingDown: return "shutting_down";
     case ErrorCode::kQueueTimeout: return "queue_timeout";
@@ -43,6 +44,7 @@ int DefaultHttpStatus(ErrorCode code) {
     case ErrorCode::kInternal: return 500;
     case ErrorCode::kNotImplemented: return 501;
     case ErrorCode::kUnauthorized: return 401;
+    case ErrorCode::kForbidden: return 403;
     case ErrorCode::kOverloaded: return 503;
     case ErrorCode::kShuttingDown: return 503;
     case ErrorCode::kQueueTimeout: return 503;
@@ -56,6 +58,7 @@ int DefaultHttpStatus(ErrorCode code) {
 
 bool DefaultRetryable(ErrorCode code) {
   switch (code) {
+    case ErrorCode::kRequestTimeout:  // the same request, sent whole, can succeed
     case ErrorCode::kOverloaded:
     case ErrorCode::kShuttingDown:
     case ErrorCode::kQueueTimeout:

@@ -36,6 +36,7 @@ enum class ErrorCode : uint8_t {
   kInternal,              // 500
   kNotImplemented,        // 501
   kUnauthorized,          // 401
+  kForbidden,             // 403: a WebSocket upgrade from an Origin not allowed
   kOverloaded,            // 503: a bound is full; Retry-After
   kShuttingDown,          // 503: draining
   kQueueTimeout,          // stream error: no batch slot within queue_timeout_ms

@@ -125,37 +125,19 @@ void AppendJsonString(std::string* out, std::string_view s) {
   *out += '"';
 }
 
-std::string ErrorEnvelope(std::string_view type, std::string_view message, bool retryable,
-                          const JsonFields& extra) {
-  std::string out = "{\"error\":{\"type\":";
-  AppendJsonString(&out, type);
-  out += ",\"message\":";
-  AppendJsonString(&out, message);
-  out += ",\"retryable\":";
-  out += retryable ? "true" : "false";
-  for (const auto& f : extra) {
-    out += ',';
-    AppendJsonString(&out, f.name);
-    out += ':';
-    out += f.raw_json;
-  }
-  out += "}}";
-  return out;
-}
-
-std::string_view ErrorTypeForStatus(int status) {
+ErrorCode ErrorCodeForStatus(int status) {
   switch (status) {
-    case 400: return "invalid_request";
-    case 401: return "unauthorized";
-    case 404: return "not_found";
-    case 405: return "method_not_allowed";
-    case 408: return "request_timeout";
-    case 413: return "payload_too_large";
-    case 431: return "headers_too_large";
-    case 501: return "not_implemented";
-    case 505: return "not_implemented";  // HTTP version: DESIGN.md §4 has no own type
-    case 503: return "overloaded";
-    default: return status >= 500 ? "internal" : "invalid_request";
+    case 400: return ErrorCode::kInvalidRequest;
+    case 401: return ErrorCode::kUnauthorized;
+    case 404: return ErrorCode::kNotFound;
+    case 405: return ErrorCode::kMethodNotAllowed;
+    case 408: return ErrorCode::kRequestTimeout;
+    case 413: return ErrorCode::kPayloadTooLarge;
+    case 431: return ErrorCode::kHeadersTooLarge;
+    case 501: return ErrorCode::kNotImplemented;
+    case 505: return ErrorCode::kNotImplemented;  // HTTP version: DESIGN.md §4 has no own type
+    case 503: return ErrorCode::kOverloaded;
+    default: return status >= 500 ? ErrorCode::kInternal : ErrorCode::kInvalidRequest;
   }
 }
 

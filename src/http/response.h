@@ -1,5 +1,6 @@
-// Response bytes: status lines, response heads, chunk framing and the JSON
-// error envelope of DESIGN.md §4. Pure functions, no I/O.
+// Response bytes: status lines, response heads, chunk framing, and the error
+// code for a protocol-level status (the envelope itself is
+// json::ErrorEnvelope). Pure functions, no I/O.
 //
 // Threads: any. Allocates only the returned strings.
 // Never: emits a header whose name or value contains CR, LF or NUL (such extra
@@ -12,17 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/api_error.h"
+
 namespace tw::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
-
-// An extra member of the error object; raw_json is emitted as-is (the caller
-// passes valid JSON text: a number, "\"quoted\"", an object…).
-struct JsonField {
-  std::string name;
-  std::string raw_json;
-};
-using JsonFields = std::vector<JsonField>;
 
 // "Not Found" for 404 …; "Unknown" for codes without a standard phrase.
 std::string_view ReasonPhrase(int status);
@@ -42,15 +37,13 @@ struct ResponseHead {
 // Status line + headers + the blank line.
 std::string BuildResponseHead(const ResponseHead& head);
 
-// {"error":{"type":…,"message":…,"retryable":…[,extra…]}}
-std::string ErrorEnvelope(std::string_view type, std::string_view message, bool retryable,
-                          const JsonFields& extra = {});
 
 // Appends s as a JSON string literal (with quotes), escaping per RFC 8259.
 void AppendJsonString(std::string* out, std::string_view s);
 
-// The error type of DESIGN.md §4 for a protocol-level status (400 → invalid_request …).
-std::string_view ErrorTypeForStatus(int status);
+// The error code of DESIGN.md §4 for a protocol-level status (400 →
+// invalid_request …), for the errors the request reader finds.
+ErrorCode ErrorCodeForStatus(int status);
 
 // Chunk-size line for a chunk of n bytes ("1a\r\n"), written into buf (>= 20
 // bytes); returns its length.

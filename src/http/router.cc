@@ -83,14 +83,13 @@ void Router::Dispatch(const Request& request, Responder responder) const {
       if (!allow.empty()) allow += ", ";
       allow += m;
     }
-    responder.SendError(405, "method_not_allowed",
-                        "method " + request.method + " is not allowed on " + request.path +
-                            " (allowed: " + allow + ")",
-                        false, {}, {{"Allow", allow}});
+    responder.SendError(ApiError::Make(ErrorCode::kMethodNotAllowed, "method " + request.method +
+                                                                     " is not allowed on " + request.path +
+                                                                     " (allowed: " + allow + ")"),
+                        {{"Allow", allow}});
     return;
   }
-  responder.SendError(404, "not_found", "no route for " + request.method + " " + request.path,
-                      false);
+  responder.SendError(ApiError::Make(ErrorCode::kNotFound, "no route for " + request.method + " " + request.path));
 }
 
 }  // namespace tw::http

@@ -241,34 +241,33 @@ class HttpConnection : public net::ConnectionHandler,
       return;
     }
     const ServerOptions& o = server_->options_;
-    SendFatal(408, "request_timeout",
-              "request not complete within header_timeout_ms=" +
-                  std::to_string(o.header_timeout_ms) + " of its first byte",
-              true);
+    SendFatal(ApiError::Make(ErrorCode::kRequestTimeout, "request not complete within header_timeout_ms=" +
+                                                             std::to_string(o.header_timeout_ms) +
+                                                             " of its first byte"));
   }
 
   // An error answer that ends the connection: envelope, Connection: close,
   // close after flushing.
-  void SendFatal(int status, std::string_view type, const std::string& message, bool retryable) {
+  void SendFatal(const ApiError& e) {
     in_flight_ = true;  // stop parsing
     responded_ = true;
     close_after_ = true;
     // No request was dispatched: the record has no method or path.
     started_ = std::chrono::steady_clock::now();
     dispatched_ = false;
-    status_ = status;
+    status_ = e.http_status;
     body_bytes_ = 0;
-    NoteError(type, message);
+    NoteError(e.type(), e.message);
     LogAccess(/*closed=*/false);
-    std::string body = ErrorEnvelope(type, message, retryable);
+    std::string body = json::ErrorEnvelope(e);
     ResponseHead h;
-    h.status = status;
+    h.status = e.http_status;
     h.content_type = "application/json";
     h.content_length = body.size();
     h.close = true;
     std::string head = BuildResponseHead(h);
     std::string_view parts[2] = {head, body};
-    server_->CountResponse(status);
+    server_->CountResponse(e.http_status);
     conn_.WriteUnbounded(parts, 2);
     ArmDeadline(Wait::kNone, 0);
     conn_.CloseAfterFlush();
@@ -279,7 +278,7 @@ class HttpConnection : public net::ConnectionHandler,
     if (status < 400 || status > 599) status = 400;
     std::string message = reader_.error_message();
     if (message.empty()) message = std::string(ReasonPhrase(status));
-    SendFatal(status, ErrorTypeForStatus(status), message, false);
+    SendFatal(ApiError::Make(ErrorCodeForStatus(status), status, std::move(message)));
   }
 
   void ProcessInput() {
@@ -341,7 +340,7 @@ class HttpConnection : public net::ConnectionHandler,
     if (server_->router_ != nullptr) {
       server_->router_->Dispatch(request_, std::move(r));
     } else {
-      r.SendError(404, "not_found", "no routes", false);
+      r.SendError(ApiError::Make(ErrorCode::kNotFound, "no routes"));
     }
   }
 
@@ -473,16 +472,6 @@ void Responder::Send(int status, std::string content_type, std::string body,
   c->SendComplete(status, content_type, body, extra_headers);
 }
 
-void Responder::SendError(int status, std::string_view type, std::string_view message,
-                          bool retryable, const JsonFields& extra_fields,
-                          const Headers& extra_headers) {
-  auto c = conn_.lock();
-  if (!c || !c->IsCurrent(seq_)) return;
-  c->NoteError(type, message);
-  c->SendComplete(status, "application/json", ErrorEnvelope(type, message, retryable, extra_fields),
-                  extra_headers);
-}
-
 void Responder::SendError(const ApiError& e, const Headers& extra_headers) {
   auto c = conn_.lock();
   if (!c || !c->IsCurrent(seq_)) return;
@@ -571,10 +560,9 @@ void Server::OnAccept(int fd) {
   m_accepted_->Inc();
   if (conns_.size() >= options_.max_connections) {
     m_rejected_->Inc();
-    std::string body = ErrorEnvelope(
-        "overloaded",
-        "too many connections (max_connections=" + std::to_string(options_.max_connections) + ")",
-        true);
+    std::string body = json::ErrorEnvelope(ApiError::Make(
+        ErrorCode::kOverloaded,
+        "too many connections (max_connections=" + std::to_string(options_.max_connections) + ")"));
     Headers extra = {{"Retry-After", "1"}};
     ResponseHead h;
     h.status = 503;

@@ -160,11 +160,9 @@ class Responder {
 
   // Complete response with Content-Length.
   void Send(int status, std::string content_type, std::string body, const Headers& extra_headers = {});
-  // DESIGN.md §4 envelope {"error":{"type","message","retryable",…extra}}.
-  void SendError(int status, std::string_view type, std::string_view message, bool retryable,
-                 const JsonFields& extra_fields = {}, const Headers& extra_headers = {});
-  // The same for an ApiError: its status, its fields, and Retry-After
-  // (seconds, rounded up) when it has retry_after_ms.
+  // DESIGN.md §4 envelope {"error":{"type","message","retryable",…}} for
+  // an ApiError: its status, its fields, and Retry-After (seconds, rounded
+  // up) when it has retry_after_ms. The one way an error is answered.
   void SendError(const ApiError& e, const Headers& extra_headers = {});
   // Response head with Transfer-Encoding: chunked; the body follows through
   // the returned writer.

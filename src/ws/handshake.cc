@@ -10,11 +10,11 @@ using http::EqualsIgnoreCase;
 
 namespace {
 
-HandshakeResult Refuse(int status, std::string type, std::string message) {
+HandshakeResult Refuse(int status, ErrorCode code, std::string message) {
   HandshakeResult r;
   r.ok = false;
   r.status = status;
-  r.type = std::move(type);
+  r.code = code;
   r.message = std::move(message);
   return r;
 }
@@ -32,10 +32,10 @@ bool HeaderHasToken(std::string_view value, std::string_view token) {
 
 HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions& options) {
   if (req.method != "GET") {
-    return Refuse(400, "invalid_request", "WebSocket handshake: method must be GET, got " + req.method);
+    return Refuse(400, ErrorCode::kInvalidRequest, "WebSocket handshake: method must be GET, got " + req.method);
   }
   if (req.minor_version < 1) {
-    return Refuse(400, "invalid_request", "WebSocket handshake: needs HTTP/1.1");
+    return Refuse(400, ErrorCode::kInvalidRequest, "WebSocket handshake: needs HTTP/1.1");
   }
   bool upgrade = false, connection = false;
   int keys = 0;
@@ -45,22 +45,22 @@ HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions&
     if (EqualsIgnoreCase(name, "Sec-WebSocket-Key")) keys++;
   }
   if (!upgrade) {
-    return Refuse(400, "invalid_request", "WebSocket handshake: no \"Upgrade: websocket\" header");
+    return Refuse(400, ErrorCode::kInvalidRequest, "WebSocket handshake: no \"Upgrade: websocket\" header");
   }
   if (!connection) {
-    return Refuse(400, "invalid_request",
+    return Refuse(400, ErrorCode::kInvalidRequest,
                   "WebSocket handshake: the Connection header lacks the \"Upgrade\" token");
   }
   std::string_view version = req.Header("Sec-WebSocket-Version");
   if (http::TrimWhitespace(version) != "13") {
-    HandshakeResult r = Refuse(426, "invalid_request",
+    HandshakeResult r = Refuse(426, ErrorCode::kInvalidRequest,
                                "WebSocket handshake: Sec-WebSocket-Version must be 13, got '" +
                                    std::string(version) + "'");
     r.headers.emplace_back("Sec-WebSocket-Version", "13");
     return r;
   }
   if (keys != 1) {
-    return Refuse(400, "invalid_request",
+    return Refuse(400, ErrorCode::kInvalidRequest,
                   "WebSocket handshake: expected exactly one Sec-WebSocket-Key header, got " +
                       std::to_string(keys));
   }
@@ -68,12 +68,12 @@ HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions&
   std::string decoded;
   size_t bad = 0;
   if (!Base64Decode(key, &decoded, &bad)) {
-    return Refuse(400, "invalid_request",
+    return Refuse(400, ErrorCode::kInvalidRequest,
                   "WebSocket handshake: Sec-WebSocket-Key is not base64 (offset " +
                       std::to_string(bad) + ")");
   }
   if (decoded.size() != 16) {
-    return Refuse(400, "invalid_request",
+    return Refuse(400, ErrorCode::kInvalidRequest,
                   "WebSocket handshake: Sec-WebSocket-Key must encode 16 bytes, got " +
                       std::to_string(decoded.size()));
   }
@@ -84,7 +84,7 @@ HandshakeResult CheckHandshake(const http::Request& req, const HandshakeOptions&
       if (EqualsIgnoreCase(o, origin)) allowed = true;
     }
     if (!allowed) {
-      return Refuse(403, "forbidden",
+      return Refuse(403, ErrorCode::kForbidden,
                     "WebSocket handshake: origin '" + std::string(origin) + "' is not allowed");
     }
   }

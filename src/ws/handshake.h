@@ -30,7 +30,7 @@ struct HandshakeOptions {
 struct HandshakeResult {
   bool ok = false;
   int status = 101;       // 101 when ok; else 400, 403 or 426
-  std::string type;       // error type for the JSON envelope ("invalid_request", ...)
+  ErrorCode code = ErrorCode::kInvalidRequest;  // when refused: the envelope's type
   std::string message;    // names the header that failed
   std::string accept;     // Sec-WebSocket-Accept value when ok
   http::Headers headers;  // extra headers for the error answer (426: the version)

@@ -7,7 +7,7 @@ void AcceptUpgrade(const http::Request& req, http::Responder r, net::EventLoop* 
                    const std::function<std::unique_ptr<WsEndpoint>()>& make_endpoint) {
   HandshakeResult h = CheckHandshake(req, handshake);
   if (!h.ok) {
-    r.SendError(h.status, h.type, h.message, false, {}, h.headers);
+    r.SendError(ApiError::Make(h.code, h.status, h.message), h.headers);
     return;
   }
   r.Upgrade(SwitchingProtocolsResponse(h.accept),

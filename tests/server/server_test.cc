@@ -149,6 +149,7 @@ TEST(ServerTest, SlowlorisGets408WithinTheHeaderTimeout) {
   EXPECT_EQ(r.status, 408);
   EXPECT_EQ(r.Header("Connection"), "close");
   EXPECT_NE(r.body.find("\"type\":\"request_timeout\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"retryable\":true"), std::string::npos) << r.body;
   EXPECT_GE(elapsed, 500);
   // No upper bound in time (a loaded machine may be late): that the server
   // answered before the whole head was sent (at 200 ms a byte) is the check.

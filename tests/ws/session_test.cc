@@ -601,9 +601,18 @@ TEST(WsSession, HandshakeRefusalsOverTheWire) {
                                  {"Connection", "Upgrade"}, {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
                                  {"Sec-WebSocket-Version", "8"}});
   EXPECT_EQ(r.head.status, 426);
+  EXPECT_NE(r.body.find("\"type\":\"invalid_request\""), std::string::npos) << r.body;
   const std::string* v = r.head.Find("Sec-WebSocket-Version");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(*v, "13");
+  // The Origin refusal's body: our envelope, type forbidden.
+  r = srv.Call("GET", "/v1/ws", "",
+               {{"Authorization", "Bearer k3y"}, {"Upgrade", "websocket"}, {"Connection", "Upgrade"},
+                {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, {"Sec-WebSocket-Version", "13"},
+                {"Origin", "http://evil.example"}});
+  EXPECT_EQ(r.head.status, 403);
+  EXPECT_NE(r.body.find("\"type\":\"forbidden\",\"message\":\"WebSocket handshake"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"retryable\":false"), std::string::npos) << r.body;
   // Not an upgrade at all.
   EXPECT_EQ(srv.Call("GET", "/v1/ws", "", {{"Authorization", "Bearer k3y"}}).head.status, 400);
   // The lab echo endpoint exists only with --lab (the fixture passes it).
