@@ -1,10 +1,11 @@
-// BlockAllocator: the free list of KV block ids [0, num_blocks) — the
-// engine's side of the paged KV cache (the memory is the runner's).
+// BlockAllocator: a plain free list of KV block ids [0, num_blocks), for the
+// tests and benches that drive a runner or the forward pass without the
+// engine (the engine's own is BlockPool, block_pool.h, which adds the prefix
+// cache; the memory is the runner's).
 //
-// Admission reserves every block a sequence may need (all-or-nothing Alloc);
-// Engine::Retire returns them exactly once. Freeing an id that is out of
-// range or already free is an error (and frees nothing), which is how a
-// double release is detected.
+// Alloc is all-or-nothing. Freeing an id that is out of range or already
+// free is an error (and frees nothing), which is how a double release is
+// detected.
 //
 // Threads: not thread-safe (the engine thread owns it). Memory: two arrays
 // of num_blocks entries, allocated once. Never: allocates after construction

@@ -49,14 +49,6 @@ inline bool IsQdtext(unsigned char c) {
          (c >= 0x5D && c <= 0x7E) || IsObsText(c);
 }
 
-inline bool IsToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (unsigned char c : s) {
-    if (!IsTchar(c)) return false;
-  }
-  return true;
-}
-
 inline char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

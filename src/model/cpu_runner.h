@@ -46,7 +46,6 @@ class CpuRunner : public engine::ModelRunner {
   Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
   Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
 
-  size_t kv_pool_bytes() const { return kv_->bytes(); }
   size_t packed_weight_bytes() const { return forward_->packed_weight_bytes(); }
   cpu::WeightFormat weight_format() const { return forward_->weight_format(); }
 

@@ -1,7 +1,7 @@
 // Paged KV cache, the CPU runner's side: one pool of fixed-size blocks
 // allocated once at start-up, and the per-sequence state (a block table and
-// a length) that the forward pass reads and appends to. The free list of
-// block ids is the engine's (engine/block_allocator.h).
+// a length) that the forward pass reads and appends to. Which blocks a
+// sequence gets is the engine's choice (engine/block_pool.h).
 //
 // Layout of one block (floats), chosen for attention locality:
 //   (n_layer, 2, n_head, block_size, head_dim)      2 = {K, V}

@@ -12,42 +12,19 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "model/sampling.h"
 
 namespace tw::model {
 namespace {
 
-uint64_t SplitMix64(uint64_t* x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// xoshiro256** (Blackman & Vigna), written from the published algorithm.
-class Rng {
+// One tensor's draws: the sampler's xoshiro256** (model::Rng), seeded with
+// the seed and an FNV-1a hash of the tensor's name, so each tensor's values
+// depend on nothing else; uniforms with 53 random bits, normals by Box-Muller.
+class TensorRng {
  public:
-  Rng(uint64_t seed, std::string_view name) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the tensor name
-    for (char ch : name) {
-      h ^= static_cast<uint8_t>(ch);
-      h *= 0x100000001b3ull;
-    }
-    uint64_t x = seed ^ h;
-    for (uint64_t& s : s_) s = SplitMix64(&x);
-  }
-  uint64_t Next() {
-    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
+  TensorRng(uint64_t seed, std::string_view name) : rng_(seed ^ Fnv1a(name)) {}
   // Uniform in [0, 1) with 53 random bits.
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  double Uniform() { return static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53; }
   // Standard normal (Box-Muller; the second value of each pair is kept).
   double Normal() {
     if (have_spare_) {
@@ -64,8 +41,15 @@ class Rng {
   }
 
  private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
+  static uint64_t Fnv1a(std::string_view name) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (char ch : name) {
+      h ^= static_cast<uint8_t>(ch);
+      h *= 0x100000001b3ull;
+    }
+    return h;
+  }
+  Rng rng_;
   bool have_spare_ = false;
   double spare_ = 0;
 };
@@ -158,7 +142,7 @@ Status WriteModel(int fd, const std::string& path, const std::vector<Planned>& p
   std::vector<float> buf(chunk_floats);
   uint64_t done = 0;
   for (const Planned& p : plan) {
-    Rng rng(o.seed, p.info.name);
+    TensorRng rng(o.seed, p.info.name);
     const uint64_t T = p.init == Init::kCausalMask ? static_cast<uint64_t>(o.config.n_ctx) : 1;
     for (uint64_t i = 0; i < p.info.numel;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_floats, p.info.numel - i));

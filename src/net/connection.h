@@ -1,7 +1,8 @@
 // Connection: one accepted TCP socket with a bounded output buffer, a fixed
 // read chunk, back-pressure-aware writes and close-later semantics. It knows
-// no protocol: bytes go to a ConnectionHandler (HTTP today; a WebSocket
-// handler can take over the same Connection with SetHandler()).
+// no protocol: bytes go to the ConnectionHandler it was started with (the
+// HTTP connection; after a WebSocket upgrade that handler passes every event
+// on to the WebSocket one it made, http/server.cc).
 //
 // Threads: the loop thread only.
 // Buffers and bounds (ConnectionLimits):
@@ -79,8 +80,6 @@ class Connection : public Flushable {
 
   // Registers with the loop (reading on). On failure the fd is closed.
   Status Start(ConnectionHandler* handler);
-  // Hands the connection to another protocol handler (WebSocket upgrade).
-  void SetHandler(ConnectionHandler* handler) { handler_ = handler; }
   // Corked: writes leave at the end of the loop iteration, together (see
   // the file comment).
   void SetCorked(bool on) { corked_ = on; }

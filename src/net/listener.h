@@ -42,7 +42,6 @@ class Listener {
   // Stops accepting and closes the socket: later connects are refused.
   void Close();
   int port() const { return port_; }
-  bool is_open() const { return fd_ >= 0; }
   // Where a failed accept4 is reported (with its errno); null: stderr.
   void set_log(Logger* log) { log_ = log; }
 

@@ -77,10 +77,7 @@ bool SseSubscription::EnsureStarted() {
   });
   scratch_.clear();
   format_->AppendPreamble(&scratch_);
-  if (!scratch_.empty()) {
-    writer_->Write(scratch_);
-    bytes_written_ += scratch_.size();
-  }
+  if (!scratch_.empty()) writer_->Write(scratch_);
   heartbeat_timer_ = loop_->AddRepeatingTimer(options_.heartbeat_ms, [weak] {
     if (auto self = weak.lock()) self->Heartbeat();
   });
@@ -119,10 +116,7 @@ void SseSubscription::EndBatch() {
   }
   // Fits by construction (Deliver checked the bound); a closed connection
   // has run, or will run, OnClose, which detaches this subscription.
-  http::StreamWriter::WriteResult r = writer_->Write(batch_);
-  if (r == http::StreamWriter::WriteResult::kTaken || r == http::StreamWriter::WriteResult::kQueued) {
-    bytes_written_ += batch_.size();
-  }
+  writer_->Write(batch_);
   batch_.clear();
 }
 

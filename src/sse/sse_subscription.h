@@ -123,7 +123,6 @@ class SseSubscription : public stream::Subscription,
   void Start() { EnsureStarted(); }
   bool started() const { return writer_ != nullptr; }
   // The preamble and the events taken so far (not heartbeats or an ending).
-  uint64_t bytes_written() const { return bytes_written_; }
 
  private:
   bool EnsureStarted();
@@ -141,7 +140,6 @@ class SseSubscription : public stream::Subscription,
   bool wrote_since_heartbeat_ = false;
   bool last_written_ = false;  // the format's kLast bytes were taken
   bool done_ = false;
-  uint64_t bytes_written_ = 0;
   std::string scratch_;  // heartbeats, endings, the preamble
   std::string batch_;    // events taken since the last EndBatch
 };

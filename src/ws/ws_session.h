@@ -84,8 +84,6 @@ class WsSession : public WsEndpoint {
   void OnWritable() override;
   void OnClosed(uint16_t code) override;
 
-  size_t stream_count() const { return slots_.size(); }
-
  private:
   class Slot;
   friend class Slot;
