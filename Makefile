@@ -2,6 +2,7 @@
 #
 #   make              build/tokenwire (static) and build/weights_tool
 #   make test         every GoogleTest suite that needs no GPU
+#   make test-quick   the same without the socket-and-timer-heavy cases (QUICK_SKIP)
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test SAN=thread   the same under ThreadSanitizer
 #   make fuzz         libFuzzer targets (clang), each for FUZZ_SECONDS (default 60)
@@ -66,8 +67,11 @@ else
 endif
 
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -I. -Isrc -Itests -Ibench -MMD -MP \
+CXXFLAGS := -std=c++20 $(OPT) $(WARN) $(SANFLAGS) -pthread -I. -Isrc -MMD -MP \
             -DTW_SOURCE_DIR=\"$(CURDIR)\"
+# Tests, benches and tools may include tests/ and bench/ headers; src/ may not
+# (its own rule below compiles it without these).
+TEST_INCLUDES := -Itests -Ibench
 LDFLAGS  := $(SANFLAGS) -pthread
 # The shipped CPU binaries are static; sanitizer builds cannot be, and the
 # CUDA build links the C library dynamically (kernels/kernels.mk).
@@ -137,8 +141,8 @@ else
 endif
 
 # The bench's shared code (the SVG chart writer, the result-file convention,
-# the load generators' event loop) as $(BENCH_LIB); the client tests link it
-# to check the charts.
+# the load generators' event loop) as $(BENCH_LIB); tests/bench checks the
+# charts.
 include bench/lib/bench.mk
 PLAIN_BENCH_LIB := $(patsubst $(BUILD)/%,$(PLAIN_BUILD)/%,$(BENCH_LIB))
 # The CUDA kernels, their dev programs and the GPU tests (CUDA=1 builds).
@@ -153,9 +157,13 @@ endif
 all: $(BUILD)/tokenwire $(BUILD)/weights_tool
 
 # ---- objects and layer archives -------------------------------------------
-$(BUILD)/obj/%.o: %.cc
+$(BUILD)/obj/src/%.o: src/%.cc
 	@mkdir -p $(dir $@)
 	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) $(TEST_INCLUDES) -c $< -o $@
 
 define LAYER_RULE
 $(BUILD)/lib/$(1).a: $(call layer_objs,$(1))
@@ -200,6 +208,19 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 	  grep -E -A12 '^\[  FAILED  \]|Failure$$|: Failure|^==[0-9]+==|WARNING: ThreadSanitizer|runtime error' \
 	    $(BUILD)/test-logs/$$(basename $$t).log | head -80; done; \
 	echo "$$pass passed, $$fail failed$${failed:+ (}$${failed# }$${failed:+)}"; test $$fail -eq 0
+
+# make test-quick: the same suites without the cases that wait on sockets
+# and timers (signals to the real binary and its drain, the slow-reader
+# policies, linger, heartbeats, header timeouts, unread floods, 300 streams
+# over HTTP) and the 124M-parameter formats test: every parser, kernel,
+# engine and protocol test still runs. README says how long each takes.
+QUICK_SKIP := Signals.*:Streams.DropSlow*:Streams.PauseThenCancel*:Streams.PauseProducer*:Streams.Linger*:\
+Streams.Heartbeats*:WsSession.PauseThenCancel*:WsSession.DropSlow*:WsSession.PauseProducer*:WsSession.*Flood*:\
+WsSession.Heartbeat*:ServerTest.*408*:EngineLeak.ThreeHundredStreamsThroughHttp:\
+Completions.StreamHeadersAndHeartbeats:Gpt2SmallFormatsTest.*
+.PHONY: test-quick
+test-quick:
+	@GTEST_FILTER='-$(QUICK_SKIP)' $(MAKE) --no-print-directory test
 
 # ---- GPU build and tests (kernels/kernels.mk) -------------------------------
 # make test-gpu: the GPU suites, each kernel against its CPU reference and the

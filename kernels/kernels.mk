@@ -70,7 +70,7 @@ EMU_ASAN_BIN   := $(BUILD)/tests/cudaemu_tests_asan
 
 $(BUILD)/asan-obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) $(EMU_ASAN_FLAGS) -c $< -o $@
+	$(call quiet,CXX,$<)$(CXX) $(CXXFLAGS) $(TEST_INCLUDES) $(EMU_ASAN_FLAGS) -c $< -o $@
 
 $(BUILD)/asan-obj/%.o: %.cu
 	@mkdir -p $(dir $@)

@@ -20,7 +20,7 @@
 #include "cpu/aligned.h"
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
-#include "forward/random_gpt2.h"
+#include "model/random_gpt2.h"
 #include "lib/cpu_args.h"
 #include "lib/floors.h"
 #include "engine/block_allocator.h"

@@ -13,9 +13,7 @@
 # Sources include their own headers by relative path ("svg.h"), so no extra
 # -I is needed; bench programs include "lib/svg.h" with -Ibench, or
 # "../lib/svg.h". The generic $(BUILD)/obj/%.o rule compiles them.
-# When this is wired in, tests/client/svg_lib.cc (which compiles svg.cc into
-# the client tests) can be replaced by linking $(BENCH_LIB) into
-# $(BUILD)/tests/client_tests.
+# Every test binary links $(BENCH_LIB) (tests/bench checks the charts).
 
 BENCH_LIB_SRCS := $(wildcard bench/lib/*.cc)
 BENCH_LIB := $(BUILD)/lib/benchlib.a

@@ -25,7 +25,7 @@
 // results do not depend on the thread count, on the batch composition, on
 // the block size or on the prefill chunking: every row's arithmetic is the
 // same sequence of float operations, so the logits are bitwise equal
-// (tests/forward/ checks each, in every weight format). Different levels
+// (tests/model/ checks each, in every weight format). Different levels
 // differ by rounding only.
 // Never: allocates per call, throws, or touches K/V outside the block tables
 // it is given.

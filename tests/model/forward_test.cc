@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cpu/thread_pool.h"
-#include "forward/random_gpt2.h"
+#include "random_gpt2.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"

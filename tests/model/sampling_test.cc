@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
-#include "forward/random_gpt2.h"
+#include "random_gpt2.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
 #include "support/levels.h"

@@ -18,7 +18,7 @@
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
 #include "engine/block_allocator.h"
-#include "forward/random_gpt2.h"
+#include "random_gpt2.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/sampling.h"
