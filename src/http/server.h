@@ -78,7 +78,7 @@
 
 namespace tw::http {
 
-class HttpConnection;  // server.cc
+class HttpConnection;  // http_connection.h
 class Router;
 
 struct ServerOptions {

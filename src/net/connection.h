@@ -2,7 +2,7 @@
 // read chunk, back-pressure-aware writes and close-later semantics. It knows
 // no protocol: bytes go to the ConnectionHandler it was started with (the
 // HTTP connection; after a WebSocket upgrade that handler passes every event
-// on to the WebSocket one it made, http/server.cc).
+// on to the WebSocket one it made, http/http_connection.cc).
 //
 // Threads: the loop thread only.
 // Buffers and bounds (ConnectionLimits):
