@@ -245,11 +245,111 @@ Status Gpt2Forward::DecodeBatch(SeqState* const* seqs, const int32_t* tokens, in
   return Status::Ok();
 }
 
-void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
-  const Gpt2Weights& w = model_.weights();
+// Layer l's attention for the pass's rows: each row's K and V (in qkv)
+// appended to its sequence's cache slot, then each row attends to its
+// sequence's positions [0, pos] (att: (rows, C)).
+void Gpt2Forward::AttendLayer(int l, int rows, const float* qkv, float* att) {
   const int C = cfg_.n_embd, H = cfg_.n_head, hd = C / H;
   const int bs = kv_->block_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  // Append row r's K and V of heads [h0, h1) to its sequence's cache slot.
+  auto append = [&](int r, int h0, int h1) {
+    const int pos = row_pos_[r];
+    float* block = kv_->block(row_seq_[r]->block_table[pos / bs]);
+    const size_t slot = static_cast<size_t>(pos % bs) * hd;
+    const float* k = qkv + static_cast<size_t>(r) * 3 * C + C;  // (C)
+    const float* v = k + C;                                     // (C)
+    for (int h = h0; h < h1; ++h) {
+      std::memcpy(block + kv_->Offset(l, 0, h) + slot, k + h * hd, sizeof(float) * hd);
+      std::memcpy(block + kv_->Offset(l, 1, h) + slot, v + h * hd, sizeof(float) * hd);
+    }
+  };
+
+  // Attention: (group, head) pairs, group-major, `per_task` heads of one
+  // group per pool task (whole groups when there are enough of them: fewer
+  // claims, and a row's heads sit side by side in each of its blocks). A
+  // group is one row, or up to kAttendRowsPerGroup consecutive rows of one
+  // sequence; row r sees positions [0, pos_r].
+  int groups = 0;
+  for (int r = 0; r < rows; ++groups) {
+    group_begin_[groups] = r;
+    const int first = r;
+    while (++r < rows && r - first < kAttendRowsPerGroup && row_seq_[r] == row_seq_[first]) {}
+  }
+  group_begin_[groups] = rows;
+  // One row per group means one row per sequence (a sequence's rows are
+  // consecutive): a decode step. Then each attention task appends its own
+  // row's K/V for its heads first, in parallel, and reads the new slot
+  // back from cache; the append is a write to a cold line per head, ~0.4
+  // ms a batch-32 step when the caller did it alone. Otherwise a row
+  // attends to the other rows of its prompt, so every row is appended
+  // before any attends.
+  const bool append_in_task = groups == rows;
+  if (!append_in_task) {
+    for (int r = 0; r < rows; ++r) append(r, 0, H);
+  }
+  const int threads = pool_ ? pool_->threads() : 1;
+  const int per_task = std::max(1, std::min(H, groups * H / (threads * kAttentionTasksPerThread)));
+  const int tasks_per_group = (H + per_task - 1) / per_task;
+  // Where head h of row r's sequence lives in the cache (layer l).
+  auto kv_head = [&](int r, int h) {
+    cpu::PagedKvHead kvh;
+    kvh.pool = kv_->data();
+    kvh.block_table = row_seq_[r]->block_table.data();
+    kvh.block_size = bs;
+    kvh.block_stride = kv_->FloatsPerBlock();
+    kvh.k_offset = kv_->Offset(l, 0, h);
+    kvh.v_offset = kv_->Offset(l, 1, h);
+    kvh.head_dim = hd;
+    // Prefetch only where some keys come from earlier passes (the
+    // sequence's length is updated after the pass): a prompt's first pass
+    // reads only what this pass's append just wrote, still in cache.
+    kvh.prefetch = row_seq_[r]->length > 0;
+    return kvh;
+  };
+  // Per worker: (scores_rows_, n_ctx).
+  auto worker_scores = [&](int worker) {
+    return scores_.get() + static_cast<size_t>(worker) * scores_rows_ * cfg_.n_ctx;
+  };
+  // Group g's rows, head h.
+  auto attend_one = [&](int g, int h, int worker) {
+    const int r = group_begin_[g], m = group_begin_[g + 1] - r;
+    const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (m, hd), rows 3C apart
+    float* out = att + static_cast<size_t>(r) * C + h * hd;          // (m, hd), rows C apart
+    cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kv_head(r, h), row_pos_[r] + 1, scale, worker_scores(worker),
+                    out, C);
+  };
+  // A lone row (a decode step's) attends with all of the task's heads at
+  // once (cpu::AttendHeads): its heads' K (and V) of a block are one
+  // contiguous run.
+  auto attend_heads = [&](int g, int h0, int h1, int worker) {
+    const int r = group_begin_[g];
+    const float* q = qkv + static_cast<size_t>(r) * 3 * C + h0 * hd;  // (h1 - h0, hd)
+    float* out = att + static_cast<size_t>(r) * C + h0 * hd;          // (h1 - h0, hd)
+    cpu::AttendHeads(q, h1 - h0, kv_head(r, h0), kv_->HeadStride(), row_pos_[r] + 1, scale, worker_scores(worker),
+                     out);
+  };
+  auto attend = [&](int task, int worker) {
+    const int g = task / tasks_per_group, h0 = task % tasks_per_group * per_task;
+    const int h1 = std::min(H, h0 + per_task);
+    if (append_in_task) append(group_begin_[g], h0, h1);
+    if (group_begin_[g + 1] - group_begin_[g] == 1) attend_heads(g, h0, h1, worker);
+    else for (int h = h0; h < h1; ++h) attend_one(g, h, worker);
+  };
+  const int tasks = groups * tasks_per_group;
+  size_t work = 0;  // floats of K and V this pass reads
+  for (int r = 0; r < rows; ++r) work += static_cast<size_t>(row_pos_[r] + 1) * 2 * C;
+  if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(tasks, attend);
+  else for (int t = 0; t < tasks; ++t) attend(t, 0);
+}
+
+// The layer loop, as llm.c's gpt2_forward reads: embed; per layer, ln_1,
+// qkv, attention, proj (+ residual), ln_2, fc, GELU, proj (+ residual). The
+// final layer norm and the logits are Logits'.
+void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
+  const Gpt2Weights& w = model_.weights();
+  const int C = cfg_.n_embd;
   float* x = x_.get();      // (rows, C)
   float* ln = ln_.get();    // (rows, C)
   float* qkv = qkv_.get();  // (rows, 3C): q | k | v, heads side by side in each
@@ -269,95 +369,7 @@ void Gpt2Forward::RunRows(int rows, const int32_t* tokens) {
     cpu::LayerNorm(pool_, x, rows, C, lw.ln_1_w, lw.ln_1_b, cfg_.layer_norm_epsilon, ln);
     cpu::Matmul(pool_, ln, rows, pl.attn, lw.attn_b, qkv, /*accumulate=*/false, matmul_scratch_.get());
 
-    // Append row r's K and V of heads [h0, h1) to its sequence's cache slot.
-    auto append = [&](int r, int h0, int h1) {
-      const int pos = row_pos_[r];
-      float* block = kv_->block(row_seq_[r]->block_table[pos / bs]);
-      const size_t slot = static_cast<size_t>(pos % bs) * hd;
-      const float* k = qkv + static_cast<size_t>(r) * 3 * C + C;  // (C)
-      const float* v = k + C;                                     // (C)
-      for (int h = h0; h < h1; ++h) {
-        std::memcpy(block + kv_->Offset(l, 0, h) + slot, k + h * hd, sizeof(float) * hd);
-        std::memcpy(block + kv_->Offset(l, 1, h) + slot, v + h * hd, sizeof(float) * hd);
-      }
-    };
-
-    // Attention: (group, head) pairs, group-major, `per_task` heads of one
-    // group per pool task (whole groups when there are enough of them: fewer
-    // claims, and a row's heads sit side by side in each of its blocks). A
-    // group is one row, or up to kAttendRowsPerGroup consecutive rows of one
-    // sequence; row r sees positions [0, pos_r].
-    int groups = 0;
-    for (int r = 0; r < rows; ++groups) {
-      group_begin_[groups] = r;
-      const int first = r;
-      while (++r < rows && r - first < kAttendRowsPerGroup && row_seq_[r] == row_seq_[first]) {}
-    }
-    group_begin_[groups] = rows;
-    // One row per group means one row per sequence (a sequence's rows are
-    // consecutive): a decode step. Then each attention task appends its own
-    // row's K/V for its heads first, in parallel, and reads the new slot
-    // back from cache; the append is a write to a cold line per head, ~0.4
-    // ms a batch-32 step when the caller did it alone. Otherwise a row
-    // attends to the other rows of its prompt, so every row is appended
-    // before any attends.
-    const bool append_in_task = groups == rows;
-    if (!append_in_task) {
-      for (int r = 0; r < rows; ++r) append(r, 0, H);
-    }
-    const int threads = pool_ ? pool_->threads() : 1;
-    const int per_task = std::max(1, std::min(H, groups * H / (threads * kAttentionTasksPerThread)));
-    const int tasks_per_group = (H + per_task - 1) / per_task;
-    // Where head h of row r's sequence lives in the cache (layer l).
-    auto kv_head = [&](int r, int h) {
-      cpu::PagedKvHead kvh;
-      kvh.pool = kv_->data();
-      kvh.block_table = row_seq_[r]->block_table.data();
-      kvh.block_size = bs;
-      kvh.block_stride = kv_->FloatsPerBlock();
-      kvh.k_offset = kv_->Offset(l, 0, h);
-      kvh.v_offset = kv_->Offset(l, 1, h);
-      kvh.head_dim = hd;
-      // Prefetch only where some keys come from earlier passes (the
-      // sequence's length is updated after the pass): a prompt's first pass
-      // reads only what this pass's append just wrote, still in cache.
-      kvh.prefetch = row_seq_[r]->length > 0;
-      return kvh;
-    };
-    // Per worker: (scores_rows_, n_ctx).
-    auto worker_scores = [&](int worker) {
-      return scores_.get() + static_cast<size_t>(worker) * scores_rows_ * cfg_.n_ctx;
-    };
-    // Group g's rows, head h.
-    auto attend_one = [&](int g, int h, int worker) {
-      const int r = group_begin_[g], m = group_begin_[g + 1] - r;
-      const float* q = qkv + static_cast<size_t>(r) * 3 * C + h * hd;  // (m, hd), rows 3C apart
-      float* out = att + static_cast<size_t>(r) * C + h * hd;          // (m, hd), rows C apart
-      cpu::AttendRows(q, 3 * static_cast<size_t>(C), m, kv_head(r, h), row_pos_[r] + 1, scale, worker_scores(worker),
-                      out, C);
-    };
-    // A lone row (a decode step's) attends with all of the task's heads at
-    // once (cpu::AttendHeads): its heads' K (and V) of a block are one
-    // contiguous run.
-    auto attend_heads = [&](int g, int h0, int h1, int worker) {
-      const int r = group_begin_[g];
-      const float* q = qkv + static_cast<size_t>(r) * 3 * C + h0 * hd;  // (h1 - h0, hd)
-      float* out = att + static_cast<size_t>(r) * C + h0 * hd;          // (h1 - h0, hd)
-      cpu::AttendHeads(q, h1 - h0, kv_head(r, h0), kv_->HeadStride(), row_pos_[r] + 1, scale, worker_scores(worker),
-                       out);
-    };
-    auto attend = [&](int task, int worker) {
-      const int g = task / tasks_per_group, h0 = task % tasks_per_group * per_task;
-      const int h1 = std::min(H, h0 + per_task);
-      if (append_in_task) append(group_begin_[g], h0, h1);
-      if (group_begin_[g + 1] - group_begin_[g] == 1) attend_heads(g, h0, h1, worker);
-      else for (int h = h0; h < h1; ++h) attend_one(g, h, worker);
-    };
-    const int tasks = groups * tasks_per_group;
-    size_t work = 0;  // floats of K and V this pass reads
-    for (int r = 0; r < rows; ++r) work += static_cast<size_t>(row_pos_[r] + 1) * 2 * C;
-    if (pool_ && work >= kMinParallelAttentionFloats) pool_->ParallelFor(tasks, attend);
-    else for (int t = 0; t < tasks; ++t) attend(t, 0);
+    AttendLayer(l, rows, qkv, att);
 
     cpu::Matmul(pool_, att, rows, pl.attn_proj, lw.attn_proj_b, x, /*accumulate=*/true, matmul_scratch_.get());
 

@@ -103,6 +103,8 @@ class Gpt2Forward {
   // row_seq_[r]) through all layers, writing their K/V into the cache, and
   // leaves the final residual stream in x_.
   void RunRows(int rows, const int32_t* tokens);
+  // RunRows' attention for layer l: append the rows' K/V, attend.
+  void AttendLayer(int l, int rows, const float* qkv, float* att);
   // logits (count, V) for rows [first, first+count) of x_.
   void Logits(int first, int count, float* logits);
 
