@@ -25,6 +25,7 @@
 #include "lib/floors.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "model/kv_cache.h"
 #include "model/sampling.h"
 
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
 
   auto prefill = [&](model::Gpt2Forward* fwd) {
     seqs[0].length = 0;
-    Status st = fwd->Prefill(&seqs[0], prompt.data(), kPrompt, logits.data());
+    Status st = model::Prefill(*fwd, &seqs[0], prompt.data(), kPrompt, logits.data());
     if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
   };
   auto decode_step = [&](model::Gpt2Forward* fwd, int B) {
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
       seqs[b].length = kPrompt;
       toks[b] = (b * 101 + 5) % cfg.vocab_size;
     }
-    Status st = fwd->DecodeBatch(ptrs.data(), toks.data(), B, logits.data());
+    Status st = model::DecodeBatch(*fwd, ptrs.data(), toks.data(), B, logits.data());
     if (!st.ok()) std::fprintf(stderr, "%s\n", st.message().c_str()), std::exit(1);
   };
   auto timed = [&](const auto& fn) {

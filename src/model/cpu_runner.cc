@@ -37,11 +37,6 @@ Status CpuRunner::Create(std::shared_ptr<const Gpt2Model> model, const engine::R
   }
   for (int w = 0; w < r->pool_->threads(); w++) r->samplers_.push_back(std::make_unique<Sampler>(c.vocab_size));
   r->logits_.assign(static_cast<size_t>(l.max_batch) * c.vocab_size, 0.0f);
-  r->states_.resize(static_cast<size_t>(l.max_batch));
-  r->state_ptrs_.reserve(static_cast<size_t>(l.max_batch));
-  r->prompts_.reserve(static_cast<size_t>(l.max_batch));
-  r->lens_.reserve(static_cast<size_t>(l.max_batch));
-  r->tokens_.reserve(static_cast<size_t>(l.max_batch));
   *out = std::move(r);
   return Status::Ok();
 }
@@ -51,50 +46,31 @@ engine::ModelShape CpuRunner::shape() const {
   return engine::ModelShape{c.n_ctx, c.vocab_size, c.eos_token_id};
 }
 
-Status CpuRunner::Load(const engine::SeqView* seqs, int count) {
-  if (count < 1 || count > limits_.max_batch) {
+Status CpuRunner::CheckCount(const engine::SeqView* seqs, int count) const {
+  if (seqs == nullptr || count < 1 || count > limits_.max_batch) {
     return Status::Error("cpu runner: " + std::to_string(count) + " sequences in one step (1.." +
                          std::to_string(limits_.max_batch) + ")");
-  }
-  state_ptrs_.clear();
-  for (int i = 0; i < count; i++) {
-    SeqState& st = states_[static_cast<size_t>(i)];
-    st.block_table.assign(seqs[i].block_table, seqs[i].block_table + seqs[i].num_blocks);
-    st.length = seqs[i].cached;
-    state_ptrs_.push_back(&st);
   }
   return Status::Ok();
 }
 
+// The views go to the forward pass as they are: it reads each block table
+// in place (no copy per step).
 Status CpuRunner::Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
-  if (Status s = Load(seqs, count); !s.ok()) return s;
-  Status st;
-  if (count == 1) {
-    st = forward_->Prefill(state_ptrs_[0], seqs[0].tokens, seqs[0].n, logits_.data());
-  } else {
-    prompts_.clear();
-    lens_.clear();
-    for (int i = 0; i < count; i++) {
-      prompts_.push_back(seqs[i].tokens);
-      lens_.push_back(seqs[i].n);
-    }
-    st = forward_->PrefillBatch(state_ptrs_.data(), prompts_.data(), lens_.data(), count, logits_.data());
-  }
+  if (Status s = CheckCount(seqs, count); !s.ok()) return s;
+  Status st = count == 1 ? forward_->Prefill(seqs[0], logits_.data())
+                         : forward_->PrefillBatch(seqs, count, logits_.data());
   if (!st.ok()) return st;
   SampleRows(seqs, count, out);
   return Status::Ok();
 }
 
 Status CpuRunner::Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
-  if (Status s = Load(seqs, count); !s.ok()) return s;
-  tokens_.clear();
+  if (Status s = CheckCount(seqs, count); !s.ok()) return s;
   for (int i = 0; i < count; i++) {
     if (seqs[i].n != 1) return Status::Error("cpu runner: a decode row has " + std::to_string(seqs[i].n) + " tokens");
-    tokens_.push_back(seqs[i].tokens[0]);
   }
-  if (Status s = forward_->DecodeBatch(state_ptrs_.data(), tokens_.data(), count, logits_.data()); !s.ok()) {
-    return s;
-  }
+  if (Status s = forward_->DecodeBatch(seqs, count, logits_.data()); !s.ok()) return s;
   SampleRows(seqs, count, out);
   return Status::Ok();
 }

@@ -51,8 +51,8 @@ class CpuRunner : public engine::ModelRunner {
 
  private:
   CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits);
-  // Copies the views' tables and lengths into states_[0..count).
-  Status Load(const engine::SeqView* seqs, int count);
+  // Checks the step's size against max_batch.
+  Status CheckCount(const engine::SeqView* seqs, int count) const;
   // Draws out[i] from row i of logits_ (and its log-probabilities when
   // asked), rows spread over the pool.
   void SampleRows(const engine::SeqView* seqs, int count, engine::SampledToken* out);
@@ -64,12 +64,6 @@ class CpuRunner : public engine::ModelRunner {
   std::unique_ptr<Gpt2Forward> forward_;
   std::vector<std::unique_ptr<Sampler>> samplers_;  // one per pool worker
   std::vector<float> logits_;                       // (max_batch, V)
-  // Per-row scratch (capacity max_batch, kept across steps).
-  std::vector<SeqState> states_;
-  std::vector<SeqState*> state_ptrs_;
-  std::vector<const int32_t*> prompts_;
-  std::vector<int> lens_;
-  std::vector<int32_t> tokens_;
 };
 
 }  // namespace tw::model

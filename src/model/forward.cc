@@ -96,6 +96,7 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
     return Status::Error("Gpt2Forward: cannot allocate scratch for " + Str(f->max_rows_) + " rows");
   }
   f->row_seq_.assign(R, nullptr);
+  f->row_prior_.assign(R, 0);
   f->row_pos_.assign(R, 0);
   f->group_begin_.assign(R + 1, 0);
   f->prefill_tokens_.assign(R, 0);
@@ -103,16 +104,18 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   return Status::Ok();
 }
 
-Status Gpt2Forward::CheckSeq(const SeqState& seq, int n, const char* what) const {
-  const long long end = static_cast<long long>(seq.length) + n;
-  if (seq.length < 0 || end > cfg_.n_ctx) {
-    return Status::Error(std::string(what) + ": sequence length " + Str(seq.length) + " + " + Str(n) +
+Status Gpt2Forward::CheckSeq(const engine::SeqView& seq, const char* what) const {
+  if (seq.tokens == nullptr || seq.n < 1) {
+    return Status::Error(std::string(what) + ": need n >= 1 tokens, got n=" + Str(seq.n));
+  }
+  const long long end = static_cast<long long>(seq.cached) + seq.n;
+  if (seq.cached < 0 || end > cfg_.n_ctx) {
+    return Status::Error(std::string(what) + ": sequence length " + Str(seq.cached) + " + " + Str(seq.n) +
                          " tokens exceeds the context window n_ctx=" + Str(cfg_.n_ctx));
   }
   const int need = BlocksFor(static_cast<int>(end), kv_->block_size());
-  if (static_cast<int>(seq.block_table.size()) < need) {
-    return Status::Error(std::string(what) + ": block table has " +
-                         Str(static_cast<long long>(seq.block_table.size())) + " blocks, " + Str(need) +
+  if (seq.num_blocks < need || seq.block_table == nullptr) {
+    return Status::Error(std::string(what) + ": block table has " + Str(seq.num_blocks) + " blocks, " + Str(need) +
                          " needed for " + Str(end) + " tokens at block size " + Str(kv_->block_size()));
   }
   for (int i = 0; i < need; ++i) {
@@ -121,7 +124,7 @@ Status Gpt2Forward::CheckSeq(const SeqState& seq, int n, const char* what) const
                            Str(seq.block_table[i]) + " is outside [0, " + Str(kv_->num_blocks()) + ")");
     }
   }
-  return Status::Ok();
+  return CheckTokens(seq.tokens, seq.n, what);
 }
 
 Status Gpt2Forward::CheckTokens(const int32_t* tokens, int n, const char* what) const {
@@ -134,21 +137,18 @@ Status Gpt2Forward::CheckTokens(const int32_t* tokens, int n, const char* what) 
   return Status::Ok();
 }
 
-Status Gpt2Forward::Prefill(SeqState* seq, const int32_t* tokens, int n, float* last_logits,
-                            float* all_logits) {
-  if (!seq || !tokens || n < 1) return Status::Error("Prefill: need a sequence and n >= 1 tokens, got n=" + Str(n));
-  if (Status s = CheckSeq(*seq, n, "Prefill"); !s.ok()) return s;
-  if (Status s = CheckTokens(tokens, n, "Prefill"); !s.ok()) return s;
-  const int V = cfg_.vocab_size;
+Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits) {
+  if (Status s = CheckSeq(seq, "Prefill"); !s.ok()) return s;
+  const int V = cfg_.vocab_size, n = seq.n;
   const int chunk = std::min(max_rows_, std::min(limits_.max_prefill_chunk_tokens, cfg_.n_ctx));
   for (int start = 0; start < n; start += chunk) {
     const int rows = std::min(chunk, n - start);
     for (int r = 0; r < rows; ++r) {
-      row_seq_[r] = seq;
-      row_pos_[r] = seq->length + r;
+      row_seq_[r] = &seq;
+      row_pos_[r] = seq.cached + start + r;
+      row_prior_[r] = seq.cached + start;
     }
-    RunRows(rows, tokens + start);
-    seq->length += rows;
+    RunRows(rows, seq.tokens + start);
     if (all_logits) Logits(0, rows, all_logits + static_cast<size_t>(start) * V);
     if (last_logits && start + rows == n) {
       if (all_logits) {
@@ -161,29 +161,22 @@ Status Gpt2Forward::Prefill(SeqState* seq, const int32_t* tokens, int n, float* 
   return Status::Ok();
 }
 
-Status Gpt2Forward::PrefillBatch(SeqState* const* seqs, const int32_t* const* tokens, const int* n,
-                                 int B, float* last_logits) {
-  if (!seqs || !tokens || !n || !last_logits || B < 1) {
+Status Gpt2Forward::PrefillBatch(const engine::SeqView* seqs, int B, float* last_logits) {
+  if (!seqs || !last_logits || B < 1) {
     return Status::Error("PrefillBatch: need B >= 1 sequences, got B=" + Str(B) + " (or null arguments)");
   }
   const int budget = std::min(max_rows_, limits_.max_prefill_chunk_tokens);
   long long total = 0;
   for (int b = 0; b < B; ++b) {
-    if (!seqs[b] || !tokens[b] || n[b] < 1) {
-      return Status::Error("PrefillBatch: sequence " + Str(b) + " needs n >= 1 tokens, got n=" + Str(n[b]));
-    }
-    if (Status s = CheckSeq(*seqs[b], n[b], "PrefillBatch"); !s.ok()) {
-      return Status::Error(s.message() + " (sequence " + Str(b) + ")");
-    }
-    if (Status s = CheckTokens(tokens[b], n[b], "PrefillBatch"); !s.ok()) {
+    if (Status s = CheckSeq(seqs[b], "PrefillBatch"); !s.ok()) {
       return Status::Error(s.message() + " (sequence " + Str(b) + ")");
     }
     for (int a = 0; a < b; ++a) {
-      if (seqs[a] == seqs[b]) {
+      if (seqs[a].block_table == seqs[b].block_table) {
         return Status::Error("PrefillBatch: sequences " + Str(a) + " and " + Str(b) + " are the same");
       }
     }
-    total += n[b];
+    total += seqs[b].n;
   }
   if (total > budget) {
     return Status::Error("PrefillBatch: " + Str(total) + " prompt tokens exceed the pass limit of " +
@@ -192,10 +185,11 @@ Status Gpt2Forward::PrefillBatch(SeqState* const* seqs, const int32_t* const* to
   const int rows = static_cast<int>(total);
   int r = 0;
   for (int b = 0; b < B; ++b) {
-    for (int i = 0; i < n[b]; ++i, ++r) {
-      row_seq_[r] = seqs[b];
-      row_pos_[r] = seqs[b]->length + i;
-      prefill_tokens_[r] = tokens[b][i];
+    for (int i = 0; i < seqs[b].n; ++i, ++r) {
+      row_seq_[r] = &seqs[b];
+      row_pos_[r] = seqs[b].cached + i;
+      row_prior_[r] = seqs[b].cached;
+      prefill_tokens_[r] = seqs[b].tokens[i];
     }
   }
   RunRows(rows, prefill_tokens_.data());
@@ -204,8 +198,7 @@ Status Gpt2Forward::PrefillBatch(SeqState* const* seqs, const int32_t* const* to
   const int C = cfg_.n_embd;
   r = 0;
   for (int b = 0; b < B; ++b) {
-    r += n[b];
-    seqs[b]->length += n[b];
+    r += seqs[b].n;
     if (r - 1 != b) {
       std::memmove(x_.get() + static_cast<size_t>(b) * C, x_.get() + static_cast<size_t>(r - 1) * C,
                    sizeof(float) * C);
@@ -215,32 +208,31 @@ Status Gpt2Forward::PrefillBatch(SeqState* const* seqs, const int32_t* const* to
   return Status::Ok();
 }
 
-Status Gpt2Forward::DecodeBatch(SeqState* const* seqs, const int32_t* tokens, int B, float* logits) {
-  if (!seqs || !tokens || !logits || B < 1 || B > limits_.max_batch) {
+Status Gpt2Forward::DecodeBatch(const engine::SeqView* seqs, int B, float* logits) {
+  if (!seqs || !logits || B < 1 || B > limits_.max_batch) {
     return Status::Error("DecodeBatch: batch of " + Str(B) + " outside [1, max_batch=" +
                          Str(limits_.max_batch) + "] (or null arguments)");
   }
   for (int b = 0; b < B; ++b) {
-    if (!seqs[b]) return Status::Error("DecodeBatch: sequence " + Str(b) + " is null");
-    if (Status s = CheckSeq(*seqs[b], 1, "DecodeBatch"); !s.ok()) {
+    if (seqs[b].n != 1) {
+      return Status::Error("DecodeBatch: row " + Str(b) + " has " + Str(seqs[b].n) + " tokens, not 1");
+    }
+    if (Status s = CheckSeq(seqs[b], "DecodeBatch"); !s.ok()) {
       return Status::Error(s.message() + " (batch row " + Str(b) + ")");
     }
-    if (tokens[b] < 0 || tokens[b] >= cfg_.vocab_size) {
-      return Status::Error("DecodeBatch: token of row " + Str(b) + " = " + Str(tokens[b]) +
-                           " is outside [0, " + Str(cfg_.vocab_size) + ")");
-    }
     for (int a = 0; a < b; ++a) {
-      if (seqs[a] == seqs[b]) {
+      if (seqs[a].block_table == seqs[b].block_table) {
         return Status::Error("DecodeBatch: rows " + Str(a) + " and " + Str(b) + " are the same sequence");
       }
     }
   }
   for (int b = 0; b < B; ++b) {
-    row_seq_[b] = seqs[b];
-    row_pos_[b] = seqs[b]->length;
+    row_seq_[b] = &seqs[b];
+    row_pos_[b] = seqs[b].cached;
+    row_prior_[b] = seqs[b].cached;
+    prefill_tokens_[b] = seqs[b].tokens[0];
   }
-  RunRows(B, tokens);
-  for (int b = 0; b < B; ++b) seqs[b]->length += 1;
+  RunRows(B, prefill_tokens_.data());
   Logits(0, B, logits);
   return Status::Ok();
 }
@@ -296,16 +288,16 @@ void Gpt2Forward::AttendLayer(int l, int rows, const float* qkv, float* att) {
   auto kv_head = [&](int r, int h) {
     cpu::PagedKvHead kvh;
     kvh.pool = kv_->data();
-    kvh.block_table = row_seq_[r]->block_table.data();
+    kvh.block_table = row_seq_[r]->block_table;
     kvh.block_size = bs;
     kvh.block_stride = kv_->FloatsPerBlock();
     kvh.k_offset = kv_->Offset(l, 0, h);
     kvh.v_offset = kv_->Offset(l, 1, h);
     kvh.head_dim = hd;
-    // Prefetch only where some keys come from earlier passes (the
-    // sequence's length is updated after the pass): a prompt's first pass
-    // reads only what this pass's append just wrote, still in cache.
-    kvh.prefetch = row_seq_[r]->length > 0;
+    // Prefetch only where some keys come from earlier passes: a prompt's
+    // first pass reads only what this pass's append just wrote, still in
+    // cache.
+    kvh.prefetch = row_prior_[r] > 0;
     return kvh;
   };
   // Per worker: (scores_rows_, n_ctx).

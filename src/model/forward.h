@@ -39,6 +39,7 @@
 #include "cpu/aligned.h"
 #include "cpu/kernels.h"
 #include "cpu/thread_pool.h"
+#include "engine/runner.h"
 #include "model/gpt2.h"
 #include "model/kv_cache.h"
 
@@ -59,27 +60,29 @@ class Gpt2Forward {
   static Status Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool,
                        const ForwardLimits& limits, std::unique_ptr<Gpt2Forward>* out);
 
-  // Appends tokens[0..n) at seq->length (n >= 1; seq->block_table must
-  // already hold BlocksFor(length + n) blocks) and advances seq->length.
+  // The sequences are the engine's views (engine::SeqView): a block table,
+  // the `cached` tokens already in it, and the `n` tokens to append at
+  // positions [cached, cached + n). Only block_table, num_blocks, cached,
+  // tokens and n are read; the caller advances its own length afterwards.
+  // A table must hold BlocksFor(cached + n) blocks.
+
+  // Appends seq's n >= 1 tokens, in chunks of max_prefill_chunk_tokens.
   // last_logits (V), may be null: the logits of the last new position.
   // all_logits (n, V), may be null: the logits of every new position.
-  Status Prefill(SeqState* seq, const int32_t* tokens, int n, float* last_logits,
-                 float* all_logits = nullptr);
+  Status Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits = nullptr);
 
   // Prefills B distinct sequences in one pass: their prompt rows run side by
-  // side through every matmul (one read of the weights for all of them).
-  // Appends tokens[b][0..n[b]) to seqs[b] (n[b] >= 1, block tables as for
-  // Prefill) and writes its last position's logits to last_logits + b * V.
-  // The total of n[b] must be <= max_prefill_chunk_tokens (use Prefill for a
-  // longer prompt). Each sequence's logits are bitwise equal to its own
-  // Prefill's. On error no sequence is changed.
-  Status PrefillBatch(SeqState* const* seqs, const int32_t* const* tokens, const int* n, int B,
-                      float* last_logits);
+  // side through every matmul (one read of the weights for all of them), and
+  // sequence b's last position's logits go to last_logits + b * V. The total
+  // of their n must be <= max_prefill_chunk_tokens (use Prefill for a longer
+  // prompt). Each sequence's logits are bitwise equal to its own Prefill's.
+  // On error nothing is written to the cache.
+  Status PrefillBatch(const engine::SeqView* seqs, int B, float* last_logits);
 
-  // One step for B sequences (1 <= B <= max_batch, all distinct): appends
-  // tokens[b] to seqs[b] and writes that position's logits to
-  // logits + b * V. On error no sequence is changed.
-  Status DecodeBatch(SeqState* const* seqs, const int32_t* tokens, int B, float* logits);
+  // One step for B sequences (1 <= B <= max_batch, all distinct, each n = 1):
+  // appends each token and writes that position's logits to logits + b * V.
+  // On error nothing is written to the cache.
+  Status DecodeBatch(const engine::SeqView* seqs, int B, float* logits);
 
   const Gpt2Config& config() const { return cfg_; }
   int max_rows() const { return max_rows_; }
@@ -96,7 +99,7 @@ class Gpt2Forward {
 
   Gpt2Forward(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* pool, const ForwardLimits& limits);
   // Checks that `seq` can take `n` more tokens.
-  Status CheckSeq(const SeqState& seq, int n, const char* what) const;
+  Status CheckSeq(const engine::SeqView& seq, const char* what) const;
   // Checks that tokens[0..n) are vocabulary ids.
   Status CheckTokens(const int32_t* tokens, int n, const char* what) const;
   // Runs `rows` rows (row r: token tokens[r] at position row_pos_[r] of
@@ -129,10 +132,11 @@ class Gpt2Forward {
   int scores_rows_ = 0;         // max(kAttendRowsPerGroup, n_head): score rows per worker
   cpu::AlignedFloats scores_;  // (threads, scores_rows_, n_ctx) attention scores per worker
   cpu::AlignedFloats matmul_scratch_;  // (threads, kMatmulScratchFloats) bf16 / q8 widening; null for f32
-  std::vector<const SeqState*> row_seq_;  // (R) which sequence each row belongs to
+  std::vector<const engine::SeqView*> row_seq_;  // (R) which sequence each row belongs to
   std::vector<int> row_pos_;              // (R) the row's position in its sequence
+  std::vector<int> row_prior_;            // (R) its sequence's tokens cached before this pass
   std::vector<int> group_begin_;          // (R + 1) RunRows' attention groups: first row of each
-  std::vector<int32_t> prefill_tokens_;   // (R) PrefillBatch's prompts, side by side
+  std::vector<int32_t> prefill_tokens_;   // (R) the pass's tokens, side by side
 };
 
 }  // namespace tw::model

@@ -66,13 +66,6 @@ class KvPool {
   cpu::AlignedFloats data_;  // (num_blocks, FloatsPerBlock()), 64-byte aligned
 };
 
-// One sequence's view of the cache: tokens [0, length) are stored, in the
-// blocks listed in block_table (which may hold spare blocks beyond length).
-struct SeqState {
-  std::vector<int32_t> block_table;
-  int length = 0;
-};
-
 // Blocks needed to hold `tokens` tokens (the engine's definition).
 using engine::BlocksFor;
 

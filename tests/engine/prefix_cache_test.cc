@@ -20,6 +20,7 @@
 #include "engine/block_pool.h"
 #include "engine/engine_test_util.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "model/kv_cache.h"
 
 namespace tw::testing {
@@ -210,17 +211,17 @@ TEST(PrefixCacheForward, LogitsFromSharedBlocksAreBitwiseThoseOfAFullPrefill) {
     model::SeqState full;
     for (int b = 0; b < 5; b++) full.block_table.push_back(b);
     std::vector<float> want(V), got(V);
-    ASSERT_TRUE(fwd->Prefill(&full, prompt.data(), len, want.data()).ok());
+    ASSERT_TRUE(model::Prefill(*fwd, &full, prompt.data(), len, want.data()).ok());
     // The owner of the prefix writes it in blocks [10, 10 + prefix_blocks) ...
     model::SeqState owner;
     for (int b = 0; b < 5; b++) owner.block_table.push_back(10 + b);
-    ASSERT_TRUE(fwd->Prefill(&owner, prefix.data(), static_cast<int>(prefix.size()), nullptr).ok());
+    ASSERT_TRUE(model::Prefill(*fwd, &owner, prefix.data(), static_cast<int>(prefix.size()), nullptr).ok());
     // ... and the sharer reads them, writing only its own blocks from 20.
     model::SeqState sharer;
     for (int b = 0; b < prefix_blocks; b++) sharer.block_table.push_back(10 + b);
     for (int b = prefix_blocks; b < 5; b++) sharer.block_table.push_back(20 + b);
     sharer.length = static_cast<int>(prefix.size());
-    ASSERT_TRUE(fwd->Prefill(&sharer, prompt.data() + prefix.size(), len - static_cast<int>(prefix.size()),
+    ASSERT_TRUE(model::Prefill(*fwd, &sharer, prompt.data() + prefix.size(), len - static_cast<int>(prefix.size()),
                              got.data())
                     .ok());
     EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * V)) << prefix_blocks << " shared blocks";
@@ -229,7 +230,7 @@ TEST(PrefixCacheForward, LogitsFromSharedBlocksAreBitwiseThoseOfAFullPrefill) {
       model::SeqState* both[2] = {&full, &sharer};
       const int32_t toks[2] = {tok, tok};
       std::vector<float> logits(2 * static_cast<size_t>(V));
-      ASSERT_TRUE(fwd->DecodeBatch(both, toks, 2, logits.data()).ok());
+      ASSERT_TRUE(model::DecodeBatch(*fwd, both, toks, 2, logits.data()).ok());
       EXPECT_EQ(0, std::memcmp(logits.data(), logits.data() + V, sizeof(float) * V)) << "decode step " << step;
     }
   }

@@ -31,6 +31,7 @@
 #include "json/json.h"
 #include "cpu/thread_pool.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "model/kv_cache.h"
 #include "model/gpt2.h"
 #include "model/random_weights.h"
@@ -303,7 +304,7 @@ TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
   for (int i = 0; i < 20; i++) g.prompt.push_back((i * 7919 + 13) % V);
   g.table = {8, 9, 10, 11, 12, 13};
   std::vector<float> want(V), got;
-  TW_ASSERT_OK(fwd->Prefill(&cs, g.prompt.data(), 20, want.data()));
+  TW_ASSERT_OK(model::Prefill(*fwd, &cs, g.prompt.data(), 20, want.data()));
   engine::SeqView v = g.Prefill();
   engine::SampledToken out;
   TW_ASSERT_OK(gpu->Prefill(&v, 1, &out));
@@ -330,7 +331,7 @@ TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
     tok = out.id;
     g.cached++;
     model::SeqState* one = &cs;
-    TW_ASSERT_OK(fwd->DecodeBatch(&one, &g.last, 1, want.data()));
+    TW_ASSERT_OK(model::DecodeBatch(*fwd, &one, &g.last, 1, want.data()));
   }
   std::printf("CPU and CUDA greedy tokens agreed for %d of %d steps; max |logit diff| %.3g\n", steps, max_steps, worst);
 }

@@ -20,6 +20,7 @@
 #include "random_gpt2.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "model/kv_cache.h"
 
 namespace tw::model {
@@ -147,10 +148,10 @@ TEST_F(ForwardTest, MatchesNaiveFloat64ReferenceAtEveryPosition) {
   std::vector<double> ref = ReferenceForward(model_, tokens);
   SeqState seq = rig.NewSeq(37);
   std::vector<float> logits(37 * static_cast<size_t>(V), NAN);
-  ASSERT_TRUE(rig.fwd->Prefill(&seq, tokens.data(), 30, nullptr, logits.data()).ok());
+  ASSERT_TRUE(model::Prefill(*rig.fwd, &seq, tokens.data(), 30, nullptr, logits.data()).ok());
   SeqState* one = &seq;
   for (int t = 30; t < 37; ++t) {
-    ASSERT_TRUE(rig.fwd->DecodeBatch(&one, &tokens[t], 1, logits.data() + static_cast<size_t>(t) * V).ok());
+    ASSERT_TRUE(model::DecodeBatch(*rig.fwd, &one, &tokens[t], 1, logits.data() + static_cast<size_t>(t) * V).ok());
   }
   double worst = 0, biggest = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -172,11 +173,11 @@ void ExpectBatchedDecodeEqualsEachAlone(const Gpt2Model& model, int V, cpu::Weig
     Rig rig(model, 16, Limits(1, 64, format), &threads);
     std::vector<int32_t> toks = RandomTokens(lengths[b] + steps, V, 100 + b);
     SeqState seq = rig.NewSeq(lengths[b] + steps);
-    ASSERT_TRUE(rig.fwd->Prefill(&seq, toks.data(), lengths[b], nullptr).ok());
+    ASSERT_TRUE(model::Prefill(*rig.fwd, &seq, toks.data(), lengths[b], nullptr).ok());
     solo[b].assign(static_cast<size_t>(steps) * V, NAN);
     SeqState* one = &seq;
     for (int s = 0; s < steps; ++s) {
-      ASSERT_TRUE(rig.fwd->DecodeBatch(&one, &toks[lengths[b] + s], 1, solo[b].data() + static_cast<size_t>(s) * V).ok());
+      ASSERT_TRUE(model::DecodeBatch(*rig.fwd, &one, &toks[lengths[b] + s], 1, solo[b].data() + static_cast<size_t>(s) * V).ok());
     }
   }
   // Batched: all in one pool (block size 3, interleaved blocks), one DecodeBatch per step.
@@ -195,13 +196,13 @@ void ExpectBatchedDecodeEqualsEachAlone(const Gpt2Model& model, int V, cpu::Weig
       }
     }
   }
-  for (int b = 0; b < B; ++b) ASSERT_TRUE(rig.fwd->Prefill(&seqs[b], toks[b].data(), lengths[b], nullptr).ok());
+  for (int b = 0; b < B; ++b) ASSERT_TRUE(model::Prefill(*rig.fwd, &seqs[b], toks[b].data(), lengths[b], nullptr).ok());
   std::vector<float> out(static_cast<size_t>(B) * V);
   for (int s = 0; s < steps; ++s) {
     std::vector<int32_t> step_tokens(B);
     for (int b = 0; b < B; ++b) step_tokens[b] = toks[b][lengths[b] + s];
     std::fill(out.begin(), out.end(), NAN);
-    ASSERT_TRUE(rig.fwd->DecodeBatch(ptrs.data(), step_tokens.data(), B, out.data()).ok());
+    ASSERT_TRUE(model::DecodeBatch(*rig.fwd, ptrs.data(), step_tokens.data(), B, out.data()).ok());
     for (int b = 0; b < B; ++b) {
       EXPECT_EQ(0, std::memcmp(out.data() + static_cast<size_t>(b) * V, solo[b].data() + static_cast<size_t>(s) * V,
                                sizeof(float) * V))
@@ -232,12 +233,12 @@ void ExpectPrefillPathsAgree(const Gpt2Model& model, int V, cpu::WeightFormat fo
     SeqState seq = rig.NewSeq(T);
     std::vector<float> out(static_cast<size_t>(T) * V, NAN);
     if (decode_after_first) {
-      EXPECT_TRUE(rig.fwd->Prefill(&seq, toks.data(), 1, nullptr, out.data()).ok());
+      EXPECT_TRUE(model::Prefill(*rig.fwd, &seq, toks.data(), 1, nullptr, out.data()).ok());
       SeqState* one = &seq;
-      for (int t = 1; t < T; ++t) EXPECT_TRUE(rig.fwd->DecodeBatch(&one, &toks[t], 1, out.data() + static_cast<size_t>(t) * V).ok());
+      for (int t = 1; t < T; ++t) EXPECT_TRUE(model::DecodeBatch(*rig.fwd, &one, &toks[t], 1, out.data() + static_cast<size_t>(t) * V).ok());
     } else {
       std::vector<float> last(V, NAN);
-      EXPECT_TRUE(rig.fwd->Prefill(&seq, toks.data(), T, last.data(), out.data()).ok());
+      EXPECT_TRUE(model::Prefill(*rig.fwd, &seq, toks.data(), T, last.data(), out.data()).ok());
       EXPECT_EQ(0, std::memcmp(last.data(), out.data() + static_cast<size_t>(T - 1) * V, sizeof(float) * V));
     }
     EXPECT_EQ(seq.length, T);
@@ -280,18 +281,18 @@ TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
     std::vector<std::vector<float>> alone(B, std::vector<float>(V)), alone_next(B, std::vector<float>(V));
     for (int b = 0; b < B; ++b) {
       SeqState s = rig.NewSeq(lengths[b] + 5);
-      ASSERT_TRUE(rig.fwd->Prefill(&s, toks[b].data(), 4, nullptr).ok());
-      ASSERT_TRUE(rig.fwd->Prefill(&s, toks[b].data() + 4, lengths[b], alone[b].data()).ok());
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &s, toks[b].data(), 4, nullptr).ok());
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &s, toks[b].data() + 4, lengths[b], alone[b].data()).ok());
       SeqState* one = &s;
       int32_t next = 7;
-      ASSERT_TRUE(rig.fwd->DecodeBatch(&one, &next, 1, alone_next[b].data()).ok());
+      ASSERT_TRUE(model::DecodeBatch(*rig.fwd, &one, &next, 1, alone_next[b].data()).ok());
     }
     // Together, in blocks taken in a scrambled order.
     std::vector<SeqState> seqs(B);
     for (int b = B - 1; b >= 0; --b) {
       seqs[b] = rig.NewSeq(lengths[b] + 5);
       std::reverse(seqs[b].block_table.begin(), seqs[b].block_table.end());
-      ASSERT_TRUE(rig.fwd->Prefill(&seqs[b], toks[b].data(), 4, nullptr).ok());
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &seqs[b], toks[b].data(), 4, nullptr).ok());
     }
     std::vector<SeqState*> ptrs;
     std::vector<const int32_t*> tp;
@@ -300,9 +301,9 @@ TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
       tp.push_back(toks[b].data() + 4);
     }
     std::vector<float> logits(static_cast<size_t>(B) * V), next_logits(static_cast<size_t>(B) * V);
-    ASSERT_TRUE(rig.fwd->PrefillBatch(ptrs.data(), tp.data(), lengths.data(), B, logits.data()).ok());
+    ASSERT_TRUE(model::PrefillBatch(*rig.fwd, ptrs.data(), tp.data(), lengths.data(), B, logits.data()).ok());
     std::vector<int32_t> next(B, 7);
-    ASSERT_TRUE(rig.fwd->DecodeBatch(ptrs.data(), next.data(), B, next_logits.data()).ok());
+    ASSERT_TRUE(model::DecodeBatch(*rig.fwd, ptrs.data(), next.data(), B, next_logits.data()).ok());
     for (int b = 0; b < B; ++b) {
       EXPECT_EQ(seqs[b].length, lengths[b] + 5);
       EXPECT_EQ(0, std::memcmp(alone[b].data(), logits.data() + static_cast<size_t>(b) * V, V * sizeof(float)))
@@ -327,7 +328,7 @@ TEST_F(ForwardTest, PrefillBatchRejectsBadArgumentsAndLeavesStateUnchanged) {
   const std::vector<int32_t> toks = RandomTokens(12, V, 5);
   auto check = [&](std::vector<SeqState*> seqs, std::vector<int> n, const char* want) {
     std::vector<const int32_t*> tp(seqs.size(), toks.data());
-    Status s = rig.fwd->PrefillBatch(seqs.data(), tp.data(), n.data(), static_cast<int>(seqs.size()), logits.data());
+    Status s = model::PrefillBatch(*rig.fwd, seqs.data(), tp.data(), n.data(), static_cast<int>(seqs.size()), logits.data());
     EXPECT_FALSE(s.ok()) << want;
     EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
     EXPECT_EQ(a.length, 0);
@@ -344,13 +345,13 @@ TEST_F(ForwardTest, PrefillBatchRejectsBadArgumentsAndLeavesStateUnchanged) {
   SeqState* ab[2] = {&a, &b};
   const int32_t* badp[2] = {toks.data(), bad};
   int n2[2] = {2, 2};
-  Status s = rig.fwd->PrefillBatch(ab, badp, n2, 2, logits.data());
+  Status s = model::PrefillBatch(*rig.fwd, ab, badp, n2, 2, logits.data());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("outside [0, 1000)"), std::string::npos) << s.message();
   EXPECT_EQ(b.length, 0);
   const int32_t* okp[2] = {toks.data(), toks.data()};
   int n3[2] = {5, 5};
-  ASSERT_TRUE(rig.fwd->PrefillBatch(ab, okp, n3, 2, logits.data()).ok());  // exactly the limit
+  ASSERT_TRUE(model::PrefillBatch(*rig.fwd, ab, okp, n3, 2, logits.data()).ok());  // exactly the limit
   EXPECT_EQ(a.length, 5);
   EXPECT_EQ(b.length, 5);
 }
@@ -361,31 +362,31 @@ TEST_F(ForwardTest, RejectsBadArgumentsAndLeavesStateUnchanged) {
   SeqState a = rig.NewSeq(8), b = rig.NewSeq(8);
   const std::vector<int32_t> toks = RandomTokens(12, V, 3);
   // Block table too short for 12 tokens (holds 8).
-  Status s = rig.fwd->Prefill(&a, toks.data(), 12, logits.data());
+  Status s = model::Prefill(*rig.fwd, &a, toks.data(), 12, logits.data());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("block table"), std::string::npos) << s.message();
   EXPECT_EQ(a.length, 0);
   // Token out of range, n = 0.
   int32_t bad = V;
-  EXPECT_FALSE(rig.fwd->Prefill(&a, &bad, 1, logits.data()).ok());
-  EXPECT_FALSE(rig.fwd->Prefill(&a, toks.data(), 0, logits.data()).ok());
-  ASSERT_TRUE(rig.fwd->Prefill(&a, toks.data(), 3, logits.data()).ok());
-  ASSERT_TRUE(rig.fwd->Prefill(&b, toks.data(), 5, logits.data()).ok());
+  EXPECT_FALSE(model::Prefill(*rig.fwd, &a, &bad, 1, logits.data()).ok());
+  EXPECT_FALSE(model::Prefill(*rig.fwd, &a, toks.data(), 0, logits.data()).ok());
+  ASSERT_TRUE(model::Prefill(*rig.fwd, &a, toks.data(), 3, logits.data()).ok());
+  ASSERT_TRUE(model::Prefill(*rig.fwd, &b, toks.data(), 5, logits.data()).ok());
   // Batch too large, same sequence twice, a bad token in row 1, a block id out of range.
   SeqState* three[3] = {&a, &b, &a};
   int32_t t3[3] = {1, 2, 3};
-  EXPECT_FALSE(rig.fwd->DecodeBatch(three, t3, 3, logits.data()).ok());
+  EXPECT_FALSE(model::DecodeBatch(*rig.fwd, three, t3, 3, logits.data()).ok());
   SeqState* dup[2] = {&a, &a};
-  s = rig.fwd->DecodeBatch(dup, t3, 2, logits.data());
+  s = model::DecodeBatch(*rig.fwd, dup, t3, 2, logits.data());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("same sequence"), std::string::npos) << s.message();
   SeqState* pair[2] = {&a, &b};
   int32_t badrow[2] = {1, -1};
-  EXPECT_FALSE(rig.fwd->DecodeBatch(pair, badrow, 2, logits.data()).ok());
+  EXPECT_FALSE(model::DecodeBatch(*rig.fwd, pair, badrow, 2, logits.data()).ok());
   SeqState broken = b;
   broken.block_table[1] = 64;
   SeqState* withbroken[2] = {&a, &broken};
-  s = rig.fwd->DecodeBatch(withbroken, t3, 2, logits.data());
+  s = model::DecodeBatch(*rig.fwd, withbroken, t3, 2, logits.data());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("outside [0, 64)"), std::string::npos) << s.message();
   EXPECT_EQ(a.length, 3);
@@ -394,12 +395,12 @@ TEST_F(ForwardTest, RejectsBadArgumentsAndLeavesStateUnchanged) {
   SeqState big;
   ASSERT_TRUE(rig.alloc->Alloc(BlocksFor(97, 4), &big.block_table));
   std::vector<int32_t> many = RandomTokens(97, V, 4);
-  s = rig.fwd->Prefill(&big, many.data(), 97, nullptr);
+  s = model::Prefill(*rig.fwd, &big, many.data(), 97, nullptr);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("n_ctx=96"), std::string::npos) << s.message();
-  ASSERT_TRUE(rig.fwd->Prefill(&big, many.data(), 96, nullptr).ok());
+  ASSERT_TRUE(model::Prefill(*rig.fwd, &big, many.data(), 96, nullptr).ok());
   SeqState* full = &big;
-  EXPECT_FALSE(rig.fwd->DecodeBatch(&full, t3, 1, logits.data()).ok());
+  EXPECT_FALSE(model::DecodeBatch(*rig.fwd, &full, t3, 1, logits.data()).ok());
 }
 
 TEST(KvCacheTest, PoolShapeAndBadConfig) {

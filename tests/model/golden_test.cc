@@ -19,6 +19,7 @@
 #include "json/json.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "model/gpt2.h"
 #include "model/kv_cache.h"
 #include "model/sampling.h"
@@ -122,7 +123,7 @@ TEST_F(GoldenTest, PromptLogitsAndGreedyDecodeEveryLevel) {
       SeqState seq;
       ASSERT_TRUE(alloc.Alloc(BlocksFor(T + 40, kv->block_size()), &seq.block_table));
       std::vector<float> all(static_cast<size_t>(T) * V, NAN), last(V, NAN);
-      s = fwd->Prefill(&seq, g.prompt.data(), T, last.data(), all.data());
+      s = model::Prefill(*fwd, &seq, g.prompt.data(), T, last.data(), all.data());
       ASSERT_TRUE(s.ok()) << s.message();
       EXPECT_EQ(seq.length, T);
       double worst = 0;
@@ -142,7 +143,7 @@ TEST_F(GoldenTest, PromptLogitsAndGreedyDecodeEveryLevel) {
         ASSERT_EQ(tok, g.greedy[step]) << where << " step " << step;
         if (step + 1 == steps) break;
         SeqState* one = &seq;
-        s = fwd->DecodeBatch(&one, &tok, 1, last.data());
+        s = model::DecodeBatch(*fwd, &one, &tok, 1, last.data());
         ASSERT_TRUE(s.ok()) << s.message();
       }
       EXPECT_EQ(seq.length, T + static_cast<int>(steps) - 1);
@@ -170,7 +171,7 @@ TEST_F(GoldenTest, AllCasesDecodedTogetherInOneBatch) {
     const int T = static_cast<int>(g.prompt.size());
     ASSERT_TRUE(alloc.Alloc(BlocksFor(T + 40, kv->block_size()), &seqs[b].block_table));
     // Prefill chunks of 8 tokens (case 2 has 14) into scrambled blocks.
-    ASSERT_TRUE(fwd->Prefill(&seqs[b], g.prompt.data(), T, logits.data() + static_cast<size_t>(b) * V).ok());
+    ASSERT_TRUE(model::Prefill(*fwd, &seqs[b], g.prompt.data(), T, logits.data() + static_cast<size_t>(b) * V).ok());
     ptrs.push_back(&seqs[b]);
   }
   for (int step = 0; step < 40; ++step) {
@@ -181,7 +182,7 @@ TEST_F(GoldenTest, AllCasesDecodedTogetherInOneBatch) {
       ASSERT_EQ(next[b], (*cases_)[b].greedy[step]) << "case " << b << " step " << step;
     }
     if (step == 39) break;
-    Status s = fwd->DecodeBatch(ptrs.data(), next.data(), B, logits.data());
+    Status s = model::DecodeBatch(*fwd, ptrs.data(), next.data(), B, logits.data());
     ASSERT_TRUE(s.ok()) << s.message();
   }
 }
@@ -204,11 +205,11 @@ TEST_F(GoldenTest, BlockSizesGiveBitwiseEqualLogits) {
     ASSERT_TRUE(alloc.Alloc(BlocksFor(T + 10, bs), &seq.block_table));
     std::reverse(seq.block_table.begin(), seq.block_table.end());  // non-contiguous on purpose
     std::vector<float> out(static_cast<size_t>(T + 10) * V, NAN);
-    ASSERT_TRUE(fwd->Prefill(&seq, g.prompt.data(), T, nullptr, out.data()).ok());
+    ASSERT_TRUE(model::Prefill(*fwd, &seq, g.prompt.data(), T, nullptr, out.data()).ok());
     for (int i = 0; i < 10; ++i) {
       SeqState* one = &seq;
       int32_t tok = g.greedy[i];
-      ASSERT_TRUE(fwd->DecodeBatch(&one, &tok, 1, out.data() + static_cast<size_t>(T + i) * V).ok());
+      ASSERT_TRUE(model::DecodeBatch(*fwd, &one, &tok, 1, out.data() + static_cast<size_t>(T + i) * V).ok());
     }
     results.push_back(std::move(out));
   }
@@ -257,14 +258,14 @@ TEST_F(GoldenTest, WeightFormatsStayWithinTheirStatedDrift) {
       SeqState seq;
       EXPECT_TRUE(alloc.Alloc(BlocksFor(static_cast<int>(g.prompt.size()) + kFree, kv->block_size()), &seq.block_table));
       std::vector<float> last(V);
-      EXPECT_TRUE(fwd->Prefill(&seq, g.prompt.data(), static_cast<int>(g.prompt.size()), last.data()).ok());
+      EXPECT_TRUE(model::Prefill(*fwd, &seq, g.prompt.data(), static_cast<int>(g.prompt.size()), last.data()).ok());
       std::vector<int32_t> out;
       for (int step = 0; step < kFree; ++step) {
         int32_t tok = Argmax(last.data(), V);
         out.push_back(tok);
         SeqState* one = &seq;
         if (step + 1 < kFree) {
-          EXPECT_TRUE(fwd->DecodeBatch(&one, &tok, 1, last.data()).ok());
+          EXPECT_TRUE(model::DecodeBatch(*fwd, &one, &tok, 1, last.data()).ok());
         }
       }
       EXPECT_TRUE(alloc.Free(seq.block_table).ok());
@@ -294,7 +295,7 @@ TEST_F(GoldenTest, WeightFormatsStayWithinTheirStatedDrift) {
         SeqState seq;
         ASSERT_TRUE(alloc.Alloc(BlocksFor(T + 40, kv->block_size()), &seq.block_table));
         std::vector<float> all(static_cast<size_t>(T) * V, NAN), last(V, NAN);
-        ASSERT_TRUE(fwd->Prefill(&seq, g.prompt.data(), T, last.data(), all.data()).ok());
+        ASSERT_TRUE(model::Prefill(*fwd, &seq, g.prompt.data(), T, last.data(), all.data()).ok());
         for (size_t i = 0; i < all.size(); ++i) {
           const double d = std::fabs(double(all[i]) - g.prompt_logits[i]);
           worst = std::max(worst, d);
@@ -307,7 +308,7 @@ TEST_F(GoldenTest, WeightFormatsStayWithinTheirStatedDrift) {
           if (step + 1 == g.greedy.size()) break;
           SeqState* one = &seq;
           int32_t tok = g.greedy[step];  // teacher forcing: the golden token goes in
-          ASSERT_TRUE(fwd->DecodeBatch(&one, &tok, 1, last.data()).ok());
+          ASSERT_TRUE(model::DecodeBatch(*fwd, &one, &tok, 1, last.data()).ok());
         }
         ASSERT_TRUE(alloc.Free(seq.block_table).ok());
         const std::vector<int32_t> mine = free_run(fwd.get(), g);

@@ -17,6 +17,7 @@
 #include "random_gpt2.h"
 #include "engine/block_allocator.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "support/levels.h"
 
 namespace tw::model {
@@ -436,9 +437,9 @@ TEST(SamplerTest, SeededStreamThroughTheModelIgnoresBatchCompany) {
     EXPECT_TRUE(alloc.Alloc(10, &b.block_table));
     std::vector<int32_t> pa = {1, 2, 3}, pb = {9, 8, 7, 6, 5, 4, 3};
     std::vector<float> logits(2 * static_cast<size_t>(V));
-    EXPECT_TRUE(fwd->Prefill(&a, pa.data(), 3, logits.data()).ok());
+    EXPECT_TRUE(model::Prefill(*fwd, &a, pa.data(), 3, logits.data()).ok());
     if (with_company) {
-      EXPECT_TRUE(fwd->Prefill(&b, pb.data(), 7, logits.data() + V).ok());
+      EXPECT_TRUE(model::Prefill(*fwd, &b, pb.data(), 7, logits.data() + V).ok());
     }
     Sampler sa(V), sb(V);
     Rng ra(77), rb(78);
@@ -449,7 +450,7 @@ TEST(SamplerTest, SeededStreamThroughTheModelIgnoresBatchCompany) {
       out.push_back(next[0]);
       SeqState* seqs[2] = {&a, &b};
       if (with_company) next[1] = sb.Sample(logits.data() + V, p, &rb);
-      EXPECT_TRUE(fwd->DecodeBatch(seqs, next, with_company ? 2 : 1, logits.data()).ok());
+      EXPECT_TRUE(model::DecodeBatch(*fwd, seqs, next, with_company ? 2 : 1, logits.data()).ok());
     }
     return out;
   };

@@ -20,6 +20,7 @@
 #include "engine/block_allocator.h"
 #include "random_gpt2.h"
 #include "model/forward.h"
+#include "support/seq_state.h"
 #include "model/kv_cache.h"
 #include "model/sampling.h"
 
@@ -82,14 +83,14 @@ FormatRun RunFormat(const Gpt2Model& m, cpu::ThreadPool* pool, cpu::WeightFormat
   EXPECT_TRUE(alloc.Alloc(kv->num_blocks(), &seq.block_table));
   r.prompt_logits.assign(static_cast<size_t>(T) * V, NAN);
   std::vector<float> last(V);
-  EXPECT_TRUE(fwd->Prefill(&seq, prompt.data(), T, last.data(), r.prompt_logits.data()).ok());
+  EXPECT_TRUE(model::Prefill(*fwd, &seq, prompt.data(), T, last.data(), r.prompt_logits.data()).ok());
   for (int step = 0; step < steps; ++step) {
     int32_t tok = Argmax(last.data(), V);
     r.argmax.push_back(tok);
     if (forced) tok = (*forced)[step];
     SeqState* one = &seq;
     if (step + 1 < steps) {
-      EXPECT_TRUE(fwd->DecodeBatch(&one, &tok, 1, last.data()).ok());
+      EXPECT_TRUE(model::DecodeBatch(*fwd, &one, &tok, 1, last.data()).ok());
     }
   }
   return r;
