@@ -1,6 +1,6 @@
 # Rules for the bench's shared library code (bench/lib/*.cc: the SVG chart
-# writer, the result-file convention, the load generators' event loop, the
-# machine floors of the CPU benches and their --isa / --weights lists). Include from the top-level Makefile after its own
+# writer, the result-file convention, the load generators' client loop and
+# its event loop, the machine floors of the CPU benches and their --isa / --weights lists). Include from the top-level Makefile after its own
 # variables are set:
 #
 #   include bench/lib/bench.mk

@@ -1,8 +1,9 @@
-// The timer queue and epoll wait loop the load generators share
-// (bench/loadgen for HTTP/SSE, bench/ws_loadgen for WebSocket). Each
-// generator owns its sockets and registers them with its epoll instance,
-// carrying a pointer to its connection; the loop runs what is due (timers,
-// the progress tick) and hands each ready event back.
+// The timer queue and epoll wait loop under the load generators' client
+// loop (client_loop.h, shared by bench/loadgen for HTTP/SSE and
+// bench/ws_loadgen for WebSocket). The client loop owns the sockets and
+// registers them with its epoll instance, carrying a pointer to each
+// connection; this loop runs what is due (timers, the progress tick) and
+// hands each ready event back.
 // Threading: one thread, the generator's.
 #pragma once
 

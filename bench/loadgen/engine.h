@@ -1,13 +1,15 @@
-// The load generator's event loop: many non-blocking client connections to
-// one loopback port, one HTTP exchange per connection, driven by epoll.
+// The load generator's HTTP/SSE engine: many client connections to one
+// loopback port, one HTTP exchange per connection (or several pipelined),
+// on the shared client loop (bench/lib/client_loop.h: admission, epoll,
+// writes, FIN/RST, timers). This file is the HTTP transport on that loop.
 //
 // A Conn is one TCP connection carrying one request; the response head and
 // the de-chunked body go to the Conn's Handler as they arrive (through
 // tw::client::ResponseParser), and the Handler decides what happens next:
 // keep reading, stop reading (the socket's EPOLLIN is dropped, so the kernel
 // buffers fill and the server meets backpressure), or close with a FIN or an
-// RST. Connects are admitted at most `max_connecting` at a time so that a
-// burst of thousands never overflows the server's listen backlog.
+// RST. A Conn leaves the loop's connect window (`max_connecting`) as soon as
+// TCP connects; it reads only once its whole request has gone out.
 //
 // A Conn may also carry several pipelined requests written back to back
 // (ConnOptions::responses): their responses are parsed one after another on
@@ -17,23 +19,19 @@
 //
 // Thread: one thread owns an Engine and everything attached to it; handlers
 // run inside Run(). Allocation: one Conn (with its parser) per open
-// connection; one shared read buffer of `read_buffer_bytes`. Never blocks
-// except in epoll_wait; never retries a failed connect by itself.
+// connection; the loop's one read buffer of `read_buffer_bytes`. Never
+// blocks except in epoll_wait; never retries a failed connect by itself.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <queue>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include "client/response_parser.h"
 #include "common/status.h"
+#include "lib/client_loop.h"
 #include "lib/event_loop.h"
 
 namespace tw::loadgen {
@@ -59,11 +57,9 @@ class Handler {
   virtual void OnResponseDone(Conn*) {}
 };
 
-struct EngineOptions {
-  size_t max_connecting = 256;        // connects in flight at once
-  size_t read_buffer_bytes = 65536;   // one read() at most
-  int rcvbuf_bytes = 0;               // > 0: SO_RCVBUF before connect
-};
+// max_connecting (connects in flight at once), read_buffer_bytes (one
+// recv() at most), rcvbuf_bytes (> 0: SO_RCVBUF before connect).
+using EngineOptions = bench::ClientLoopOptions;
 
 // Per-connection choices (Engine::Open).
 struct ConnOptions {
@@ -72,49 +68,35 @@ struct ConnOptions {
   bool reading = true;   // false: the request is written, nothing is ever read (until ResumeReading)
 };
 
-class Conn {
+// tag(), opened_us(), wire_bytes_read(), open(): bench::ClientSocket's.
+class Conn : public bench::ClientSocket {
  public:
   Handler* handler() const { return handler_; }
-  uint64_t tag() const { return tag_; }       // caller's label (stream index)
-  double opened_us() const { return opened_us_; }
   double sent_us() const { return sent_us_; }  // request fully written; 0 before
-  uint64_t wire_bytes_read() const { return wire_bytes_; }
   const client::ResponseParser& parser() const { return parser_; }
-  bool open() const { return fd_ >= 0; }
 
  private:
   friend class Engine;
-  enum class Phase { kQueued, kConnecting, kWriting, kReading, kClosed };
-  int fd_ = -1;
-  Phase phase_ = Phase::kQueued;
   Handler* handler_ = nullptr;
-  uint64_t tag_ = 0;
-  std::string out_;        // request bytes not yet written
-  size_t out_off_ = 0;
-  bool reading_ = true;    // EPOLLIN wanted
-  int rcvbuf_bytes_ = 0;   // SO_RCVBUF before connect (0: the engine's)
   int responses_ = 1;      // responses expected on this connection
   int responses_done_ = 0;
-  double opened_us_ = 0;
   double sent_us_ = 0;
-  uint64_t wire_bytes_ = 0;
   client::ResponseParser parser_;
 };
 
-class Engine {
+class Engine : private bench::ClientLoop::Transport {
  public:
   explicit Engine(uint16_t port, EngineOptions options = {});
-  ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  Status Init();
+  Status Init() { return loop_.Init(); }
 
   // Queues a connection that will send `request` (raw HTTP bytes). The Conn
   // stays valid until it is closed (by the handler, or after OnEnd).
   Conn* Open(std::string request, Handler* handler, uint64_t tag, ConnOptions options = {});
   // Closes now: RST (SO_LINGER 0) when `reset`, else FIN. No OnEnd follows.
-  void Close(Conn* c, bool reset);
+  void Close(Conn* c, bool reset) { loop_.Close(c, reset); }
   // Stops reading: the kernel's receive buffer fills and the server's writes
   // back up. The connection stays open.
   void StopReading(Conn* c);
@@ -125,36 +107,28 @@ class Engine {
   void ResumeReading(Conn* c, bool widen = false);
 
   // Runs `fn` at NowUs() >= at_us (from inside Run).
-  void At(double at_us, std::function<void()> fn);
+  void At(double at_us, std::function<void()> fn) { loop_.At(at_us, std::move(fn)); }
 
   // Runs until `done()` is true or `deadline_us` passes; `tick` runs about
   // every `tick_ms` (the progress line). Returns false on the deadline.
   bool Run(const std::function<bool()>& done, double deadline_us,
-           const std::function<void()>& tick, int tick_ms = 500);
+           const std::function<void()>& tick, int tick_ms = 500) {
+    return loop_.Run(done, deadline_us, tick, tick_ms);
+  }
 
-  size_t open_count() const { return conns_.size(); }
-  size_t connect_failures() const { return connect_failures_; }
+  size_t open_count() const { return loop_.open_count(); }
+  size_t connect_failures() const { return loop_.connect_failures(); }
 
  private:
-  void StartQueued();
-  void StartConnect(Conn* c);
-  void OnEvents(Conn* c, uint32_t events);
-  void Flush(Conn* c);
-  void ReadSome(Conn* c);
+  // The HTTP transport (bench::ClientLoop::Transport).
+  void OnConnected(bench::ClientSocket* s) override;
+  void OnWritten(bench::ClientSocket* s) override;
+  void OnBytes(bench::ClientSocket* s, std::string_view bytes) override;
+  void OnEof(bench::ClientSocket* s) override;
+  void OnFailed(bench::ClientSocket* s, const Status& why) override;
   void Finish(Conn* c, bool complete, const Status& why);  // OnEnd, then close
-  void Release(Conn* c, bool reset);
-  void UpdateInterest(Conn* c);
 
-  uint16_t port_;
-  EngineOptions options_;
-  int epfd_ = -1;
-  std::vector<char> buf_;
-  std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
-  std::queue<Conn*> queued_;
-  size_t connecting_ = 0;
-  size_t connect_failures_ = 0;
-  std::vector<std::unique_ptr<Conn>> graveyard_;  // freed after each epoll batch
-  bench::EventLoop loop_;
+  bench::ClientLoop loop_;
 };
 
 }  // namespace tw::loadgen

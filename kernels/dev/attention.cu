@@ -80,6 +80,7 @@
 
 #include "kernels/attention.cu"
 #include "kernels/dev/common.h"
+#include "kernels/dev/cpu_reference.h"
 
 namespace tw::dev {
 namespace {
@@ -208,21 +209,8 @@ void ReferenceRow(const Pool& p, int seq, int layer, int h, int len, const float
     if (t >= appended_from) return fresh[static_cast<size_t>(t - appended_from) * 3 * C + C + which * C + h * hd + d];
     return KvValue(p.seed, seq, t, layer, which, h, d);
   };
-  std::vector<double> s(len);
-  double mx = -1e300;
-  for (int t = 0; t < len; ++t) {
-    double dot = 0;
-    for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * kv_at(t, 0, d);
-    s[t] = dot / std::sqrt(static_cast<double>(hd));
-    mx = std::max(mx, s[t]);
-  }
-  double sum = 0;
-  for (double& x : s) sum += (x = std::exp(x - mx));
-  for (int d = 0; d < hd; ++d) {
-    double acc = 0;
-    for (int t = 0; t < len; ++t) acc += s[t] * kv_at(t, 1, d);
-    out[d] = static_cast<float>(acc / sum);
-  }
+  AttentionRowRef(
+      q, len, hd, [&](int t, int d) { return kv_at(t, 0, d); }, [&](int t, int d) { return kv_at(t, 1, d); }, out);
 }
 
 // ---- v1: one CTA per (row, head), the whole context ---------------------

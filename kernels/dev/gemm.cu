@@ -69,6 +69,7 @@
 
 #include "kernels/gemm_layout.h"
 #include "kernels/dev/common.h"
+#include "kernels/dev/cpu_reference.h"
 #include "kernels/gemm.h"
 
 namespace {
@@ -125,18 +126,6 @@ const Sizes kCiSizes = {
     {1, 7, 33, 65},
     {1, 33},
 };
-
-// fn(i) for i in [0, n) over the host's cores.
-void ParallelFor(int n, const std::function<void(int)>& fn) {
-  const int threads = std::max(1, std::min<int>(n, static_cast<int>(std::thread::hardware_concurrency())));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < threads; ++w) {
-    pool.emplace_back([&, w] {
-      for (int i = w; i < n; i += threads) fn(i);
-    });
-  }
-  for (std::thread& t : pool) t.join();
-}
 
 // ---- v1: naive, one thread per output ----------------------------------------
 
@@ -198,7 +187,7 @@ Data MakeData(const Shape& s, int max_m, uint64_t seed) {
   d.x = tw::dev::RandomFloats(max_m * K, seed + 2);
   d.y0 = tw::dev::RandomFloats(max_m * N, seed + 3);
   d.dot.assign(max_m * N, 0.0);
-  ParallelFor(max_m, [&](int r) {
+  tw::dev::ParallelFor(max_m, [&](int r) {
     double* out = d.dot.data() + r * N;
     for (size_t k = 0; k < K; ++k) {
       const double xv = d.x[r * K + k];
@@ -229,9 +218,7 @@ std::vector<float> Expected(const Data& d, int M) {
     for (int n = 0; n < N; ++n) {
       const size_t i = static_cast<size_t>(r) * N + n;
       double v = d.dot[i] + (d.bias.empty() ? 0.0 : d.bias[n]);
-      if (d.s->epilogue == GemmEpilogue::kGelu) {
-        v = v / (1.0 + std::exp(-2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v)));
-      }
+      if (d.s->epilogue == GemmEpilogue::kGelu) v = tw::dev::GeluTanhRef(v);
       if (d.s->epilogue == GemmEpilogue::kAccumulate) v += d.y0[i];
       out[i] = static_cast<float>(v);
     }

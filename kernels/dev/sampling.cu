@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "kernels/dev/common.h"
+#include "kernels/dev/cpu_reference.h"
 // The kernel templates themselves (anonymous namespace), so that their
 // variants can be timed; the launcher SampleTokens comes with them, and
 // kernels.a's copy of sampling.o is then never linked in.
@@ -72,91 +73,9 @@ namespace {
 // room and still fails any real error.
 constexpr double kMargin = 2e-6;
 
-// ---- CPU reference: the CPU sampler's rules in double ------------------------
+// ---- CPU reference: the CPU sampler's rules in double (cpu_reference.h) ------
 
-class RefSampler {
- public:
-  RefSampler(const float* x, int V, const SampleParams& p) : V_(V) {
-    int arg = -1, count = 0;
-    float mx = -INFINITY;
-    for (int i = 0; i < V; ++i) {
-      if (std::isnan(x[i])) continue;
-      ++count;
-      if (arg < 0 || x[i] > mx) mx = x[i], arg = i;
-    }
-    greedy_id_ = arg < 0 ? 0 : arg;
-    const float inv_t = 1.0f / p.temperature;
-    greedy_ = !(p.temperature > 0.0f) || !std::isfinite(mx) || !std::isfinite(inv_t);
-    if (greedy_) return;
-    w_.assign(V, 0.0);
-    for (int i = 0; i < V; ++i) {
-      if (std::isnan(x[i])) continue;
-      const float z = (x[i] - mx) * inv_t;  // as the CPU: float
-      w_[i] = z > -87.0f ? std::exp(static_cast<double>(z)) : 0.0;
-    }
-    for (int i = 0; i < V; ++i) {
-      if (!std::isnan(x[i])) order_.push_back(i);
-    }
-    std::sort(order_.begin(), order_.end(), [x](int a, int b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
-    keep_ = count;
-    if (p.top_k > 0 && p.top_k < count) keep_ = p.top_k;
-    if (p.top_p < 1.0f) {
-      double mass = 0;
-      for (int j = 0; j < keep_; ++j) mass += w_[order_[j]];
-      const double target = static_cast<double>(p.top_p) * mass;
-      double acc = 0;
-      for (int j = 0; j < keep_; ++j) {
-        const double prev = acc;
-        acc += w_[order_[j]];
-        if (acc < target) continue;
-        ambiguous_ = std::fabs(acc - target) <= kMargin * mass || (j > 0 && std::fabs(prev - target) <= kMargin * mass);
-        keep_ = j + 1;
-        break;
-      }
-    }
-    kept_.assign(V, false);
-    for (int j = 0; j < keep_; ++j) kept_[order_[j]] = true;
-    lo_.assign(V, 0.0);
-    for (int i = 0; i < V; ++i) {
-      lo_[i] = total_;
-      if (kept_[i]) total_ += w_[i];
-    }
-  }
-
-  // The exact draw at u.
-  int Draw(float u) const {
-    if (greedy_) return greedy_id_;
-    const double point = u * total_;
-    int last = -1;
-    for (int i = 0; i < V_; ++i) {
-      if (!kept_[i] || w_[i] == 0.0) continue;
-      last = i;
-      if (point < lo_[i] + w_[i]) return i;
-    }
-    return last;
-  }
-
-  // Whether `id` is a right draw at u up to the margin (greedy: exactly).
-  bool Consistent(int id, float u) const {
-    if (greedy_) return id == greedy_id_;
-    if (id < 0 || id >= V_) return false;
-    if (ambiguous_) return kept_[id] || (keep_ < static_cast<int>(order_.size()) && id == order_[keep_]);
-    if (!kept_[id]) return false;
-    const double point = u * total_, m = kMargin * total_;
-    return lo_[id] - m <= point && point < lo_[id] + w_[id] + m;
-  }
-
-  bool ambiguous() const { return ambiguous_; }
-
- private:
-  int V_;
-  bool greedy_ = false, ambiguous_ = false;
-  int greedy_id_ = 0, keep_ = 0;
-  std::vector<double> w_, lo_;
-  std::vector<int> order_;
-  std::vector<bool> kept_;
-  double total_ = 0;
-};
+using tw::dev::RefSampler;
 
 // ---- inputs ----------------------------------------------------------------------
 
@@ -294,13 +213,13 @@ bool ValidateCase(int version, int V, Dist dist, const ParamSet& ps, int B, int*
     if (r < kDistinct) refs.emplace_back(rows[r].data(), V, params[r]);
     const RefSampler& ref = refs[r % kDistinct];
     const float u = tw::CounterUniform(params[r].seed, params[r].counter);
-    if (!ref.Consistent(ids[r], u)) {
+    if (!ref.Allows(ids[r], u, kMargin)) {
       if (ok) {
         std::printf("    FAIL V %d %s %s B %d: row %d got %d, reference %d (u %.7f)\n", V, DistName(dist), ps.name, B, r,
                     ids[r], ref.Draw(u), u);
       }
       ok = false;
-    } else if (ref.ambiguous()) {
+    } else if (ref.Ambiguous(kMargin)) {
       ++*ambiguous;
     } else if (ids[r] == ref.Draw(u)) {
       ++*exact;

@@ -34,6 +34,7 @@
 #include "kernels/attention_plan.h"
 #include "kernels/device.h"
 #include "gpu/gpu_test_util.h"
+#include "kernels/dev/cpu_reference.h"
 
 namespace tw::kernels {
 namespace {
@@ -161,22 +162,10 @@ class PagedCache {
 
 // softmax(q . K^T / sqrt(hd)) V in double, rounded to float: (hd).
 std::vector<float> Reference(const float* q, const std::vector<float>& k, const std::vector<float>& v, int len, int hd) {
-  std::vector<double> s(len);
-  double mx = -1e300;
-  for (int t = 0; t < len; ++t) {
-    double dot = 0;
-    for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * k[static_cast<size_t>(t) * hd + d];
-    s[t] = dot / std::sqrt(static_cast<double>(hd));
-    mx = std::max(mx, s[t]);
-  }
-  double sum = 0;
-  for (double& x : s) sum += (x = std::exp(x - mx));
   std::vector<float> out(hd);
-  for (int d = 0; d < hd; ++d) {
-    double acc = 0;
-    for (int t = 0; t < len; ++t) acc += s[t] * v[static_cast<size_t>(t) * hd + d];
-    out[d] = static_cast<float>(acc / sum);
-  }
+  dev::AttentionRowRef(
+      q, len, hd, [&](int t, int d) { return k[static_cast<size_t>(t) * hd + d]; },
+      [&](int t, int d) { return v[static_cast<size_t>(t) * hd + d]; }, out.data());
   return out;
 }
 

@@ -39,10 +39,13 @@
 
 #include "kernels/gemm_layout.h"
 #include "gpu/gpu_test_util.h"
+#include "kernels/dev/cpu_reference.h"
 
 namespace tw::kernels {
 namespace {
 
+using dev::GeluTanhRef;
+using dev::ParallelFor;
 using kernels::GemmPlan;
 using kernels::GemmPrecision;
 using testing::DeviceVector;
@@ -64,18 +67,6 @@ float Atol(GemmPrecision p) { return p == GemmPrecision::kFp32 ? 1e-4f : 2e-4f; 
 int Sms() {
   const int n = kernels::MultiprocessorCount();
   return n > 0 ? n : 132;
-}
-
-// fn(i) for i in [0, n), spread over the machine's cores.
-void ParallelFor(int n, const std::function<void(int)>& fn) {
-  const int threads = std::max(1, std::min<int>(n, static_cast<int>(std::thread::hardware_concurrency())));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < threads; ++w) {
-    pool.emplace_back([&, w] {
-      for (int i = w; i < n; i += threads) fn(i);
-    });
-  }
-  for (std::thread& t : pool) t.join();
 }
 
 // A weight on the host: W (K, N) row-major, or for the LM head wte (N, K)
@@ -148,11 +139,6 @@ std::vector<double> ReferenceDots(const HostMatrix& m, const std::vector<float>&
     });
   }
   return dot;
-}
-
-double GeluTanhRef(double v) {
-  const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-  return v / (1.0 + std::exp(-2.0 * u));
 }
 
 // The expected y (M, N) from the reference dots.

@@ -34,6 +34,7 @@
 #include "gpu/gpu_test_util.h"
 #include "model/sampling.h"
 #include "kernels/sampling.h"
+#include "kernels/dev/cpu_reference.h"
 
 namespace tw {
 namespace {
@@ -45,81 +46,7 @@ using testing::RandomVector;
 constexpr double kGpuMargin = 2e-6;  // of the kept total
 constexpr double kCpuMargin = 1e-5;
 
-// The CPU sampler's rules in double: weights exp((x - max) * inv_t) with the
-// exponent in float as the CPU computes it, cuts in the order "larger logit
-// first, then lower id", the draw in id order.
-class RefSampler {
- public:
-  RefSampler(const float* x, int V, const SampleParams& p) : V_(V) {
-    int arg = -1, count = 0;
-    float mx = -INFINITY;
-    for (int i = 0; i < V; ++i) {
-      if (std::isnan(x[i])) continue;
-      ++count;
-      if (arg < 0 || x[i] > mx) mx = x[i], arg = i;
-    }
-    greedy_id_ = arg < 0 ? 0 : arg;
-    const float inv_t = 1.0f / p.temperature;
-    greedy_ = !(p.temperature > 0.0f) || !std::isfinite(mx) || !std::isfinite(inv_t);
-    if (greedy_) return;
-    w_.assign(V, 0.0);
-    for (int i = 0; i < V; ++i) {
-      if (std::isnan(x[i])) continue;
-      const float z = (x[i] - mx) * inv_t;
-      w_[i] = z > -87.0f ? std::exp(static_cast<double>(z)) : 0.0;
-      order_.push_back(i);
-    }
-    std::sort(order_.begin(), order_.end(), [x](int a, int b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
-    keep_ = count;
-    if (p.top_k > 0 && p.top_k < count) keep_ = p.top_k;
-    if (p.top_p < 1.0f) {
-      double mass = 0;
-      for (int j = 0; j < keep_; ++j) mass += w_[order_[j]];
-      const double target = static_cast<double>(p.top_p) * mass;
-      double acc = 0;
-      for (int j = 0; j < keep_; ++j) {
-        const double prev = acc;
-        acc += w_[order_[j]];
-        if (acc < target) continue;
-        // How close the cut came to keeping one id less or one more.
-        cut_gap_ = std::fabs(acc - target) / mass;
-        if (j > 0) cut_gap_ = std::min(cut_gap_, std::fabs(prev - target) / mass);
-        keep_ = j + 1;
-        break;
-      }
-    }
-    kept_.assign(V, false);
-    for (int j = 0; j < keep_; ++j) kept_[order_[j]] = true;
-    lo_.assign(V, 0.0);
-    for (int i = 0; i < V; ++i) {
-      lo_[i] = total_;
-      if (kept_[i]) total_ += w_[i];
-    }
-  }
-
-  // Whether drawing `id` at u is right up to `margin` (a fraction of the
-  // kept total); greedy: exactly.
-  bool Allows(int id, float u, double margin) const {
-    if (greedy_) return id == greedy_id_;
-    if (id < 0 || id >= V_) return false;
-    if (Ambiguous(margin)) return kept_[id] || (keep_ < static_cast<int>(order_.size()) && id == order_[keep_]);
-    if (!kept_[id]) return false;
-    const double point = u * total_, m = margin * total_;
-    return lo_[id] - m <= point && point < lo_[id] + w_[id] + m;
-  }
-  // The top-p cut lies within `margin` of keeping one id more or less.
-  bool Ambiguous(double margin) const { return cut_gap_ <= margin; }
-
- private:
-  int V_;
-  bool greedy_ = false;
-  int greedy_id_ = 0, keep_ = 0;
-  double cut_gap_ = INFINITY;  // no top-p: no cut to be near
-  std::vector<double> w_, lo_;
-  std::vector<int> order_;
-  std::vector<bool> kept_;
-  double total_ = 0;
-};
+using dev::RefSampler;  // the CPU sampler's rules in double (kernels/dev/cpu_reference.h)
 
 SampleParams MakeParams(float temperature, int top_k, float top_p, uint64_t seed, uint64_t counter) {
   SampleParams p{};
