@@ -23,6 +23,16 @@ int64_t PrepRunning(AppServer& srv) {
   return p == nullptr ? -1 : p->Find("running")->as_int();
 }
 
+// A client for a megabyte body's answer: up to 60 s of silence while it is
+// prepared (a sanitizer build on a loaded machine tokenizes a megabyte in
+// seconds; the two bodies of OverMaxPrepQueue... are prepared one after the
+// other). A hang still fails.
+client::ClientOptions PatientClient() {
+  client::ClientOptions co;
+  co.io_timeout_ms = 60000;
+  return co;
+}
+
 // Sends `body` to `target` on its own connection and leaves the answer unread.
 void SendBig(client::HttpClient* c, AppServer& srv, const std::string& target, const std::string& body) {
   ASSERT_TRUE(c->Connect(srv.port()).ok());
@@ -38,7 +48,7 @@ void SendBig(client::HttpClient* c, AppServer& srv, const std::string& target, c
 void OthersAreAnsweredWhileABigBodyIsPrepared(const std::string& target, const std::string& body,
                                               int want_status) {
   AppServer srv;
-  client::HttpClient big;
+  client::HttpClient big(PatientClient());
   ASSERT_NO_FATAL_FAILURE(SendBig(&big, srv, target, body));
   ASSERT_TRUE(WaitUntil([&] { return PrepRunning(srv) == 1; }))
       << "the big request is never seen on a prep thread";
@@ -76,7 +86,7 @@ TEST(Prep, AMegabytePromptDoesNotStallOtherConnections) {
 TEST(Prep, OverMaxPrepQueueIsRefusedWith503) {
   AppServer srv({"--prep-threads", "1", "--max-prep-queue", "1"});
   const std::string big = R"({"text":")" + Digits(1000000) + R"("})";
-  client::HttpClient running, waiting;
+  client::HttpClient running(PatientClient()), waiting(PatientClient());
   ASSERT_NO_FATAL_FAILURE(SendBig(&running, srv, "/v1/tokenize", big));
   ASSERT_TRUE(WaitUntil([&] { return PrepRunning(srv) == 1; }));
   ASSERT_NO_FATAL_FAILURE(SendBig(&waiting, srv, "/v1/tokenize", big));
