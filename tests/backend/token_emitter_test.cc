@@ -7,20 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/embedded_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tw::backend {
 namespace {
 
-const tokenizer::Tokenizer& Tok() {
-  static const tokenizer::Tokenizer* t = [] {
-    auto* tok = new tokenizer::Tokenizer();
-    Status s = tokenizer::Tokenizer::LoadEmbedded(tok);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return tok;
-  }();
-  return *t;
-}
+const tokenizer::Tokenizer& Tok() { return fuzz::EmbeddedTokenizer(); }
 
 // The id of the token whose bytes are exactly `bytes`.
 int32_t IdOf(std::string_view bytes) {
