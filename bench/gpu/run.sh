@@ -5,7 +5,7 @@
 #
 #   bash bench/gpu/run.sh OUTDIR
 #
-# OUTDIR/ gets (at most 8 files, each small):
+# OUTDIR/ gets (nine small files: the device tool brings back eight, so tar them):
 #   env.txt            nvidia-smi (device, driver, clocks), nvcc, g++, the commit
 #   build.log          the build
 #   test-gpu.log       make test-gpu: tests/gpu and the engine suites on the CUDA runner
@@ -13,6 +13,7 @@
 #   torch.json         the PyTorch peer on the same GPU (bench/gpu/torch_gpt2_gpu.py)
 #   gpu-runner.json    build/cuda/bench/gpu_bench: decode B=1/8/32, prefill 200, floors, vs PyTorch
 #   model_streams.json 32 streams over HTTP from --backend cuda: tokens/s and TTFT
+#   sanitize.log       compute-sanitizer: memcheck over tests/gpu, racecheck per kernel suite
 #   run.log            this script's own output
 # Each step has a time limit; a step that fails or times out is reported and
 # the script goes on (the logs say what happened).
@@ -61,7 +62,11 @@ if [ ! -f /usr/lib/x86_64-linux-gnu/libgtest.a ] && [ ! -f /usr/local/lib/libgte
   fi
 fi
 # This machine's architecture only: a third of the kernels' compile time.
-MK=(make -j"$J" CUDA=1 CUDA_ARCH="-gencode arch=compute_90a,code=sm_90a" "${GTEST[@]}")
+# Warnings do not stop the build here (the machine's compiler is not the one
+# CI builds with, and a lease is too short to lose to a new warning): the
+# build step counts them, and each one is fixed on the development machine.
+MK=(make -j"$J" CUDA=1 CUDA_ARCH="-gencode arch=compute_90a,code=sm_90a"
+    WARN="-Wall -Wextra -Wno-missing-field-initializers" "${GTEST[@]}")
 
 step "build"
 if ! timeout 300 "${MK[@]}" build/cuda/tokenwire build/cuda/weights_tool build/cuda/bench/gpu_bench \
@@ -69,6 +74,8 @@ if ! timeout 300 "${MK[@]}" build/cuda/tokenwire build/cuda/weights_tool build/c
     > "$OUT/build.log" 2>&1; then
   echo "BUILD FAILED"; tail -40 "$OUT/build.log"; status=1
 fi
+echo "compiler warnings in build.log: $(grep -c 'warning:' "$OUT/build.log")"
+grep -m 10 'warning:' "$OUT/build.log"
 
 step "make test-gpu"
 timeout 240 "${MK[@]}" test-gpu > "$OUT/test-gpu.log" 2>&1 || status=1
@@ -93,6 +100,24 @@ for k in gemm attention rownorm sampling; do
   timeout 90 build/cuda/dev/$k || { echo "$k: failed or timed out"; status=1; }
 done > "$OUT/kernels.log" 2>&1
 grep -E "FAIL|ms |GB/s" "$OUT/kernels.log" | tail -40
+
+step "compute-sanitizer (memcheck over tests/gpu; racecheck over each kernel suite)"
+CS=compute-sanitizer
+command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
+{
+  echo "--- memcheck: tests/gpu but the server test (a child process)"
+  timeout 120 $CS --tool memcheck --error-exitcode 9 build/cuda/tests/gpu_tests --gtest_brief=1 \
+    --gtest_filter=-CudaServer.* || echo "memcheck: exit $?"
+  # racecheck (shared-memory hazards) is slow: one bounded run per suite, so
+  # a suite that does not finish leaves the others' answers.
+  for f in 'AttentionTest.*' 'RowKernelsGpu.*' 'SamplingGpu.*' \
+           'GemmKernel.EveryTilingHandlesEdgeShapesAndRaggedTiles:GemmKernel.NanInputs*'; do
+    echo "--- racecheck: $f"
+    timeout 60 $CS --tool racecheck --error-exitcode 9 build/cuda/tests/gpu_tests --gtest_brief=1 \
+      --gtest_filter="$f" || echo "racecheck $f: exit $? (124: did not finish in 60 s)"
+  done
+} > "$OUT/sanitize.log" 2>&1
+grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|exit [0-9]" "$OUT/sanitize.log"
 
 step "done in $(( $(date +%s) - T0 )) s, status $status"
 exit $status
