@@ -37,6 +37,7 @@ p.add_argument("--budget-s", type=float, default=240.0)
 p.add_argument("--layers", type=int, default=12)
 p.add_argument("--dim", type=int, default=768)
 p.add_argument("--no-compile", action="store_true")
+p.add_argument("--no-eager", action="store_true", help="the compiled configurations only")
 args = p.parse_args()
 
 dev = torch.device(args.device)
@@ -154,7 +155,7 @@ results = {"device": torch.cuda.get_device_name(0) if dev.type == "cuda" else "c
            "torch": torch.__version__, "context": args.context, "steps": args.steps, "configs": [], "skipped": []}
 start = time.perf_counter()
 with torch.inference_mode():
-    for tf32 in (False, True):
+    for tf32 in (() if args.no_eager else (False, True)):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         name = "eager " + ("tf32" if tf32 else "fp32")
