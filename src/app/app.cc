@@ -4,7 +4,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "app/backends.h"
 #include "app/log_json.h"
@@ -110,6 +112,11 @@ Status App::Init(bool watch_signals) {
                   ? tokenizer::Tokenizer::LoadEmbedded(&tokenizer_)
                   : tokenizer::Tokenizer::LoadFromDirOrEmbedded(config_.model_dir, &tokenizer_, &source);
   if (!ts.ok()) return Status::Error("tokenizer: " + ts.message());
+  if (config_.prep_threads == 0) {
+    // One per core, at most 4: a large body being tokenized leaves the other
+    // threads to the small requests behind it (on more than one core).
+    config_.prep_threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 4);
+  }
   prep_ = std::make_unique<net::WorkerPool>(&loop_, static_cast<int>(config_.prep_threads),
                                             static_cast<size_t>(config_.max_prep_queue));
 
@@ -124,6 +131,8 @@ Status App::Init(bool watch_signals) {
                                     "producer's exit.",
                                     kFastBuckets);
   m_tokens_generated_ = metrics_.AddCounter("tokens_generated_total", "Tokens generated.");
+  m_prep_skipped_ = metrics_.AddCounter("prep_skipped_total",
+                                        "Requests whose client left before a prep thread took them: never parsed.");
 
   // The chat template before the model: a bad file fails at once, naming its line and byte.
   openai::ChatTemplate chat_template = openai::ChatTemplate::Plain();
@@ -186,6 +195,7 @@ Status App::Init(bool watch_signals) {
   so.max_body_bytes = static_cast<size_t>(config_.max_body_bytes);
   so.header_timeout_ms = config_.header_timeout_ms;
   so.keep_alive_idle_ms = config_.keep_alive_idle_ms;
+  so.close_idle_ms = config_.close_idle_ms;
   so.max_output_bytes = static_cast<size_t>(config_.max_output_bytes);
   so.write_low_watermark_bytes = so.max_output_bytes / 4;
   so.socket_send_buffer_bytes = static_cast<int>(config_.socket_send_buffer_bytes);
@@ -385,7 +395,17 @@ void App::Prepare(http::Responder r, Parse parse, Use use, Refuse refuse) {
   };
   auto p = std::make_shared<Prepared>();
   http::Responder keep = r;
-  bool queued = prep_->Submit([p, parse = std::move(parse)] { p->ok = parse(&p->error); },
+  // A client that leaves while its request waits for a prep thread: the
+  // thread skips it (its body may be megabytes of work nobody will read).
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  keep.OnClientGone([gone] { gone->store(true, std::memory_order_relaxed); });
+  bool queued = prep_->Submit([p, gone, skipped = m_prep_skipped_, parse = std::move(parse)] {
+                                if (gone->load(std::memory_order_relaxed)) {
+                                  skipped->Inc();
+                                  return;
+                                }
+                                p->ok = parse(&p->error);
+                              },
                               [p, r, use = std::move(use), refuse]() mutable {
                                 if (r.closed()) return;  // the client left meanwhile
                                 if (p->ok) {

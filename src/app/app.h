@@ -147,6 +147,7 @@ class App : public service::Service {
   Histogram* m_itl_ = nullptr;
   Histogram* m_cancel_ = nullptr;
   Counter* m_tokens_generated_ = nullptr;
+  Counter* m_prep_skipped_ = nullptr;
 };
 
 }  // namespace tw::app

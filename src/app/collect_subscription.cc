@@ -11,8 +11,9 @@ CollectSubscription::CollectSubscription(http::Responder r, std::string stream_i
 
 stream::DeliverResult CollectSubscription::Deliver(const stream::Event& ev) {
   if (responder_.closed()) {
-    // The client left before its answer: detach, so the stream's linger
-    // runs and then cancels the generation (as for a stream's reader).
+    // The client left and ClientGone has not run (it always does from the
+    // connection's close; this is the fallback): the hub detaches us on
+    // kGone, and the stream's linger cancels it.
     Finish();
     return stream::DeliverResult::kGone;
   }
@@ -72,6 +73,13 @@ void CollectSubscription::End(const ApiError& end) {
   e.resume_from = end.resume_from;
   e.stream_id = stream_id_;
   responder_.SendError(e);
+  Finish();
+}
+
+void CollectSubscription::ClientGone(stream::StreamHub* hub, const std::shared_ptr<stream::Stream>& s) {
+  if (!done_) return;
+  hub->Detach(this);
+  hub->Cancel(s, {}, stream::CancelCause::kClientGone);
   Finish();
 }
 

@@ -4,8 +4,10 @@
 // envelope (503) for a stream that ended in an error or a subscriber-level
 // ending (shutting_down, with resume_from and the stream's id).
 //
-// A client that leaves before its answer is detached (the stream's linger
-// runs, then cancels the generation), as for a stream's reader.
+// A client that leaves before its answer: nobody can resume a stream whose
+// id it never sent, so the generation is cancelled at once, queued or
+// running (App::CollectGeneration registers ClientGone with the responder;
+// Deliver finding the connection closed is the fallback, and does the same).
 //
 // Threads: I/O thread only. Memory: the stream's tokens and text (bounded by
 // --max-new-tokens). Ownership: the App keeps it alive until `done` has run.
@@ -30,6 +32,9 @@ class CollectSubscription : public stream::Subscription {
   stream::DeliverResult Deliver(const stream::Event& ev) override;
   void Complete() override;
   void End(const ApiError& end) override;
+  // The client left: detaches from `hub`, cancels the generation
+  // (CancelCause::kClientGone) and runs `done`. Nothing once finished.
+  void ClientGone(stream::StreamHub* hub, const std::shared_ptr<stream::Stream>& s);
 
  private:
   void Finish();

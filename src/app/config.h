@@ -48,7 +48,7 @@ struct Config {
   int64_t block_size = 16;
   bool prefix_cache = true;     // --prefix-cache on|off: share cached prompt-prefix KV blocks
   int64_t max_waiting = 64;
-  int64_t prep_threads = 1;      // request parsing + tokenizing, off the loop
+  int64_t prep_threads = 0;      // request parsing + tokenizing, off the loop (0: one per core, at most 4)
   int64_t max_prep_queue = 256;  // requests waiting for a prep thread
   int64_t max_new_tokens = 1024;
   int64_t default_new_tokens = 64;
@@ -69,6 +69,7 @@ struct Config {
   int64_t max_json_depth = 64;
   int64_t header_timeout_ms = 10000;
   int64_t keep_alive_idle_ms = 60000;
+  int64_t close_idle_ms = 10000;          // a closing connection's client reads nothing this long: reset
   int64_t max_output_bytes = 256 * 1024;  // per connection, user space
   int64_t socket_send_buffer_bytes = 0;   // SO_SNDBUF (0 = kernel default)
   int64_t max_write_bytes_per_iteration = 64 << 10;  // one connection's send per loop iteration

@@ -121,6 +121,13 @@ void App::CollectGeneration(const std::shared_ptr<stream::Stream>& s, http::Resp
   Keep(sub.get(), sub);
   uint64_t oldest = 0;
   hub_->Attach(s, sub.get(), 0, &oldest);  // a fresh stream: cannot be refused
+  // The client leaving is noticed at its close, queued or running, not at
+  // the next event (which a queued request may not see for a long time).
+  std::weak_ptr<CollectSubscription> weak = sub;
+  auto gone = [this, weak, s] {
+    if (auto self = weak.lock()) self->ClientGone(hub_.get(), s);
+  };
+  if (!r.OnClientGone(gone) && r.closed()) gone();
 }
 
 void App::HandleEvents(const http::Request& req, http::Responder r) {
@@ -279,13 +286,23 @@ void App::HandleMetrics(http::Responder r) {
   gauge("stream_bytes_held", "Event payload bytes held in resume rings.", hub_->bytes_held());
   counter("streams_created_total", "Streams created.", c.streams_created);
   counter("tokens_delivered_total", "Token events taken by a client socket (once per stream).", c.tokens_delivered);
-  counter("tokens_never_delivered_total", "Token events of finished streams that no client took.", c.tokens_never_delivered);
+  counter("tokens_never_delivered_total",
+          "Token events that no client took, counted when their stream is forgotten (its retention over).",
+          c.tokens_never_delivered);
   counter("slow_client_detaches_total", "Subscribers detached by drop_slow.", c.slow_client_detaches);
   counter("producer_pauses_total", "Times a policy paused a producer.", c.pauses);
   counter("producer_unpauses_total", "Times a paused producer was resumed.", c.unpauses);
-  counter("stall_cancels_total", "Generations cancelled by pause_then_cancel.", c.stall_cancels);
-  counter("linger_cancels_total", "Generations cancelled after --linger-ms without a subscriber.", c.linger_cancels);
-  counter("delete_cancels_total", "Generations cancelled by DELETE.", c.delete_cancels);
+  // Streams that ended cancelled, by cause: they sum to
+  // streams_finished_total{outcome="cancelled"} (DESIGN.md §8).
+  counter("stall_cancels_total", "Streams ended cancelled by pause_then_cancel.", c.stall_cancels);
+  counter("linger_cancels_total", "Streams ended cancelled after --linger-ms without a subscriber.", c.linger_cancels);
+  counter("delete_cancels_total", "Streams ended cancelled by DELETE.", c.delete_cancels);
+  counter("client_gone_cancels_total",
+          "Streams ended cancelled because the client of a non-streamed request left (nothing can resume them).",
+          c.client_gone_cancels);
+  counter("sibling_cancels_total", "Streams (choices) ended cancelled because another choice of their response ended it.",
+          c.sibling_cancels);
+  counter("shutdown_cancels_total", "Streams ended cancelled by the shutdown drain.", c.shutdown_cancels);
   text += "# HELP tokenwire_resumes_total Resume attempts by result.\n# TYPE tokenwire_resumes_total counter\n";
   text += "tokenwire_resumes_total{result=\"ok\"} " + std::to_string(c.resumes_ok) + "\n";
   text += "tokenwire_resumes_total{result=\"window_exceeded\"} " + std::to_string(c.resumes_window_exceeded) + "\n";

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <optional>
 #include <string>
 
 #include "http/router.h"
@@ -60,17 +62,41 @@ class HttpConnection : public net::ConnectionHandler,
     CancelTimers();
     if (upgraded_) upgraded_->OnClosed();  // freed with this object, after the callback
     in_flight_ = true;  // nothing more is parsed
+    if (on_gone_) {
+      std::function<void()> fn = std::move(on_gone_);
+      on_gone_ = nullptr;
+      if (!responded_ && on_gone_seq_ == seq_) fn();
+    }
+    if (conn_.unsent_at_close() > 0) server_->m_unsent_bytes_->Inc(conn_.unsent_at_close());
+    if (conn_.was_reset()) server_->m_close_resets_->Inc();
+    while (!pending_.empty()) {  // the responses that had not all left: what did
+      WriteAccess(pending_.front());
+      pending_.pop_front();
+    }
     if (stream_) {
       std::shared_ptr<StreamWriter> s = std::move(stream_);
-      LogAccess(/*closed=*/true);
+      RecordAccess("closed");
       s->NotifyClosed();
     }
     server_->Remove(this);
+  }
+  void OnSent() override {
+    while (!pending_.empty() && conn_.sent_total() >= pending_.front().wire_end) {
+      WriteAccess(pending_.front());
+      pending_.pop_front();
+    }
+    if (!pending_.empty()) conn_.WatchSent(pending_.front().wire_end);  // not reached: no call back
   }
 
   // --- used by Responder / StreamWriter ---
   bool IsCurrent(uint64_t seq) const {
     return !conn_.closed() && in_flight_ && !responded_ && seq == seq_;
+  }
+  bool SetOnGone(uint64_t seq, std::function<void()> fn) {
+    if (!IsCurrent(seq)) return false;
+    on_gone_ = std::move(fn);
+    on_gone_seq_ = seq;
+    return true;
   }
   bool IsStreaming(uint64_t seq) const { return !conn_.closed() && stream_ && seq == seq_; }
   bool closed() const { return conn_.closed(); }
@@ -78,6 +104,7 @@ class HttpConnection : public net::ConnectionHandler,
   void SendComplete(int status, std::string_view content_type, std::string_view body,
                     const Headers& extra) {
     responded_ = true;
+    on_gone_ = nullptr;
     ResponseHead h;
     h.status = status;
     h.content_type = content_type;
@@ -89,10 +116,11 @@ class HttpConnection : public net::ConnectionHandler,
     std::string head = BuildResponseHead(h);
     std::string_view parts[2] = {head, body};
     server_->CountResponse(status);  // before the bytes leave: a client may read metrics next
+    wire_start_ = conn_.queued_total();
     conn_.WriteUnbounded(parts, 2);
     status_ = status;
     body_bytes_ = body.size();
-    LogAccess(/*closed=*/false);
+    RecordAccess(nullptr);
     CompleteResponse();
   }
 
@@ -105,6 +133,7 @@ class HttpConnection : public net::ConnectionHandler,
   std::shared_ptr<StreamWriter> SendStreamHead(int status, std::string_view content_type,
                                                const Headers& extra) {
     responded_ = true;
+    on_gone_ = nullptr;
     bool chunked = !http10_;  // HTTP/1.0 has no chunked coding: body until close
     if (!chunked) close_after_ = true;
     ResponseHead h;
@@ -114,6 +143,7 @@ class HttpConnection : public net::ConnectionHandler,
     h.close = close_after_;
     h.extra = &extra;
     server_->CountResponse(status);
+    wire_start_ = conn_.queued_total();
     conn_.WriteUnbounded(BuildResponseHead(h));
     status_ = status;
     stream_ = std::make_shared<StreamWriter>(weak_from_this(), seq_, chunked,
@@ -137,7 +167,7 @@ class HttpConnection : public net::ConnectionHandler,
   void StreamFinish(bool chunked) {
     if (chunked) conn_.WriteUnbounded(kLastChunk);
     stream_.reset();
-    LogAccess(/*closed=*/false);
+    RecordAccess(nullptr);
     CompleteResponse();
   }
 
@@ -147,9 +177,10 @@ class HttpConnection : public net::ConnectionHandler,
   bool Upgrade(std::string_view head, const Responder::UpgradeFn& make_handler) {
     responded_ = true;
     server_->CountResponse(101);
+    wire_start_ = conn_.queued_total();
     conn_.WriteUnbounded(head);
     status_ = 101;
-    LogAccess(/*closed=*/false);
+    RecordAccess(nullptr);
     CancelTimers();  // no HTTP deadlines on the new protocol
     upgraded_ = make_handler(&conn_, reader_.TakeBufferedInput());
     if (!upgraded_) {
@@ -179,7 +210,7 @@ class HttpConnection : public net::ConnectionHandler,
     l.max_output_bytes = o.max_output_bytes;
     l.write_low_watermark_bytes = o.write_low_watermark_bytes;
     l.read_chunk_bytes = o.read_chunk_bytes;
-    l.linger_ms = o.linger_ms;
+    l.close_idle_ms = o.close_idle_ms;
     l.max_write_per_flush_bytes = o.max_write_per_flush_bytes;
     return l;
   }
@@ -250,9 +281,7 @@ class HttpConnection : public net::ConnectionHandler,
     started_ = std::chrono::steady_clock::now();
     dispatched_ = false;
     status_ = e.http_status;
-    body_bytes_ = 0;
     NoteError(e.type(), e.message);
-    LogAccess(/*closed=*/false);
     std::string body = json::ErrorEnvelope(e);
     ResponseHead h;
     h.status = e.http_status;
@@ -262,7 +291,10 @@ class HttpConnection : public net::ConnectionHandler,
     std::string head = BuildResponseHead(h);
     std::string_view parts[2] = {head, body};
     server_->CountResponse(e.http_status);
+    wire_start_ = conn_.queued_total();
     conn_.WriteUnbounded(parts, 2);
+    body_bytes_ = body.size();
+    RecordAccess(nullptr);
     ArmDeadline(Wait::kNone, 0);
     conn_.CloseAfterFlush();
   }
@@ -339,23 +371,70 @@ class HttpConnection : public net::ConnectionHandler,
   }
 
   static constexpr size_t kMaxLoggedMessage = 200;  // bytes of an error message in the log
+  static constexpr size_t kMaxPendingAccess = 64;   // records waiting for their bytes to leave
 
-  void LogAccess(bool closed) {
+  // One response's access record, written once its bytes have left (or the
+  // connection closed): server.h's file comment says what it holds.
+  struct AccessRecord {
+    LogLevel level;
+    std::string method, path;
+    int status;
+    uint64_t body_bytes;
+    double ms;
+    std::string error, msg;
+    const char* outcome;  // null, or "closed": the stream was cut mid-response
+    uint64_t wire_start, wire_end;  // the response's bytes in conn_'s queued_total() count
+  };
+
+  // The current response is complete (or cut: outcome "closed").
+  void RecordAccess(const char* outcome) {
     Logger* log = server_->options_.log;
     const LogLevel level = status_ >= 500 ? LogLevel::kError : status_ >= 400 ? LogLevel::kWarn : LogLevel::kInfo;
     if (log == nullptr || !log->Enabled(level)) return;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
     std::string_view path = dispatched_ ? std::string_view(request_.path) : std::string_view();
     if (path.size() > kMaxLoggedMessage) path = path.substr(0, kMaxLoggedMessage);
-    log->Log(level, "access",
-             {{"method", dispatched_ ? std::string_view(request_.method) : std::string_view()},
-              {"path", path},
-              {"status", status_},
-              {"bytes", body_bytes_},
-              {"ms", ms},
-              {"error", error_type_.empty() ? std::string_view() : std::string_view(error_type_)},
-              {"msg", error_message_.empty() ? std::string_view() : std::string_view(error_message_)},
-              {"outcome", closed ? "closed" : nullptr}});
+    AccessRecord r{level,
+                   dispatched_ ? request_.method : std::string(),
+                   std::string(path),
+                   status_,
+                   body_bytes_,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count(),
+                   error_type_,
+                   error_message_,
+                   outcome,
+                   wire_start_,
+                   conn_.queued_total()};
+    if (outcome != nullptr || conn_.closed() || (pending_.empty() && conn_.sent_total() >= r.wire_end)) {
+      WriteAccess(r);
+      return;
+    }
+    if (pending_.size() >= kMaxPendingAccess) {  // a client that pipelines and does not read
+      WriteAccess(pending_.front());
+      pending_.pop_front();
+    }
+    pending_.push_back(std::move(r));
+    conn_.WatchSent(pending_.front().wire_end);  // not reached: no call back
+  }
+
+  void WriteAccess(const AccessRecord& r) {
+    // Closed with part of the response still here: the bytes that left.
+    uint64_t unsent = 0;
+    if (conn_.closed()) {
+      const uint64_t sent_to = std::max(conn_.sent_total(), r.wire_start);
+      unsent = r.wire_end > sent_to ? r.wire_end - sent_to : 0;
+    }
+    const char* outcome = unsent == 0 ? r.outcome : conn_.was_reset() ? "reset" : "closed";
+    server_->options_.log->Log(
+        r.level, "access",
+        {{"method", r.method.empty() ? std::string_view() : std::string_view(r.method)},
+         {"path", r.path.empty() ? std::string_view() : std::string_view(r.path)},
+         {"status", r.status},
+         {"bytes", r.body_bytes - std::min(r.body_bytes, unsent)},
+         {"unsent", unsent > 0 ? std::optional<int64_t>(static_cast<int64_t>(unsent)) : std::nullopt},
+         {"ms", r.ms},
+         {"error", r.error.empty() ? std::string_view() : std::string_view(r.error)},
+         {"msg", r.msg.empty() ? std::string_view() : std::string_view(r.msg)},
+         {"outcome", outcome}});
   }
 
   void CompleteResponse() {
@@ -394,6 +473,10 @@ class HttpConnection : public net::ConnectionHandler,
   int status_ = 0;
   uint64_t body_bytes_ = 0;
   std::string error_type_, error_message_;
+  uint64_t wire_start_ = 0;                 // conn_.queued_total() when the response began
+  std::deque<AccessRecord> pending_;        // complete, bytes not all sent yet (oldest first)
+  std::function<void()> on_gone_;           // Responder::OnClientGone of request on_gone_seq_
+  uint64_t on_gone_seq_ = 0;
   std::unique_ptr<net::ConnectionHandler> upgraded_;  // after Upgrade: gets all events
   Wait wait_ = Wait::kNone;
   int64_t deadline_ms_ = 0;         // when the current wait_ expires (monotonic ms)
@@ -492,6 +575,11 @@ bool Responder::Upgrade(std::string_view response_head, const UpgradeFn& make_ha
   auto c = conn_.lock();
   if (!c || !c->IsCurrent(seq_)) return false;
   return c->Upgrade(response_head, make_handler);
+}
+
+bool Responder::OnClientGone(std::function<void()> fn) {
+  auto c = conn_.lock();
+  return c && c->SetOnGone(seq_, std::move(fn));
 }
 
 bool Responder::closed() const {

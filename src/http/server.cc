@@ -31,6 +31,13 @@ Server::Server(net::EventLoop* loop, ServerOptions options, Router* router, Metr
                                      "Bytes read from HTTP connections.");
   m_bytes_out_ = metrics_->AddCounter("tokenwire_http_sent_bytes_total",
                                       "Bytes written to HTTP connections.");
+  m_unsent_bytes_ = metrics_->AddCounter(
+      "tokenwire_http_unsent_bytes_total",
+      "Response bytes dropped because their connection closed first (the client left, or stopped reading "
+      "while the connection was closing).");
+  m_close_resets_ = metrics_->AddCounter(
+      "tokenwire_http_close_resets_total",
+      "Closing connections reset because no byte could be sent for close_idle_ms (the client stopped reading).");
 }
 
 Server::~Server() {

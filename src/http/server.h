@@ -39,11 +39,22 @@
 // response ("Connection: close"), so health probes are answered while the
 // streams in flight finish; the routes decide what a draining server says.
 //
+// Closing: a connection that ends after its response (Connection: close,
+// HTTP/1.0, an error, a drain) keeps sending while the client reads; after
+// close_idle_ms with output queued and no byte sent it is reset (the client
+// sees an error, not a clean end), and the bytes dropped are counted
+// (tokenwire_http_unsent_bytes_total, tokenwire_http_close_resets_total).
+//
 // Access log (ServerOptions::log): one "access" record per response, when
-// it is complete (a stream: when it finishes or its connection closes), with
-// method, path (the target without its query), status, body bytes, duration
-// in ms from the request's dispatch, and for an error answer its type and
-// message; "outcome=closed" when the connection went away mid-response.
+// its last byte has left this process (into the kernel's socket buffer) or
+// its connection closed, whichever is first, with method, path (the target
+// without its query), status, body bytes, duration in ms from the request's
+// dispatch to the response's completion, and for an error answer its type
+// and message. When the connection closed with part of the response unsent,
+// "bytes" is what left, "unsent" the wire bytes that did not, and "outcome"
+// says why: "closed" (the client went away) or "reset" (it stopped reading).
+// At most kMaxPendingAccess records wait per connection (pipelined answers a
+// client does not read); beyond that the oldest is written as queued.
 // Level: info below 400, warn for 4xx, error for 5xx. A 503 to a connection
 // over max_connections is logged as "rejected" (warn).
 //
@@ -94,7 +105,7 @@ struct ServerOptions {
   size_t write_low_watermark_bytes = 64 << 10;  // StreamWriter::OnWritable threshold
   size_t read_chunk_bytes = 64 << 10;      // bytes read per readable event
   int socket_send_buffer_bytes = 0;        // SO_SNDBUF per connection (0: kernel default, autotuned)
-  int64_t linger_ms = 2000;                // closing connection: flush + drain at most this
+  int64_t close_idle_ms = 10000;           // closing connection: longest wait with no byte sent (then reset)
   size_t max_write_per_flush_bytes = 64 << 10;  // per connection per loop iteration (corked sends)
   // The access log: one record per response (see the file comment); null:
   // nothing is logged.
@@ -169,6 +180,12 @@ class Responder {
   std::shared_ptr<StreamWriter> StartStream(int status, std::string content_type,
                                             const Headers& extra_headers = {});
   bool closed() const;
+  // Runs `fn` once if the connection closes (the client left) before a
+  // response has begun: an answer that is not streamed learns at once that
+  // nobody will read it, however long it has before its first byte. False
+  // (nothing registered) if the connection is already gone or this
+  // Responder has answered. A later call replaces the earlier function.
+  bool OnClientGone(std::function<void()> fn);
 
   // Switches the connection to another protocol (see the file comment).
   // `response_head` is written as-is (e.g. "HTTP/1.1 101 Switching
@@ -234,6 +251,8 @@ class Server {
   LabeledCounter* m_requests_;
   Counter* m_bytes_in_;
   Counter* m_bytes_out_;
+  Counter* m_unsent_bytes_;
+  Counter* m_close_resets_;
   std::array<Counter*, 600> by_code_{};  // cache of m_requests_->With(code)
 
   net::Listener listener_;

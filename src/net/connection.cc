@@ -26,7 +26,7 @@ Connection::Connection(EventLoop* loop, int fd, const ConnectionLimits& limits,
 
 Connection::~Connection() {
   loop_->CancelFlush(this);
-  if (linger_timer_ != 0) loop_->CancelTimer(linger_timer_);
+  if (close_timer_ != 0) loop_->CancelTimer(close_timer_);
   if (fail_timer_ != 0) loop_->CancelTimer(fail_timer_);
   if (!closed_) {
     if (registered_) loop_->RemoveFileEvent(fd_);
@@ -82,6 +82,7 @@ WriteResult Connection::DoWrite(const std::string_view* parts, size_t n, bool bo
     want_drained_ = true;
     return WriteResult::kRefused;
   }
+  queued_total_ += total;
   size_t sent = 0;
   if (corked_) {
     // Corked: the bytes join the buffer and leave with the iteration's others.
@@ -117,11 +118,7 @@ WriteResult Connection::DoWrite(const std::string_view* parts, size_t n, bool bo
       r = 0;
     }
     sent = static_cast<size_t>(r);
-    if (sent > 0) {
-      sends_++;
-      largest_send_ = std::max(largest_send_, sent);
-    }
-    if (bytes_out_ && sent > 0) bytes_out_->Inc(sent);
+    CountSent(sent);
     if (sent == total) return WriteResult::kTaken;
   }
   // Queue the rest (parts beyond kMaxParts were not offered to sendmsg).
@@ -154,6 +151,28 @@ void Connection::MarkFailed() {
   });
 }
 
+void Connection::CountSent(size_t n) {
+  if (n == 0) return;
+  sends_++;
+  largest_send_ = std::max(largest_send_, n);
+  sent_total_ += n;
+  if (bytes_out_) bytes_out_->Inc(n);
+  if (closing_) last_progress_ms_ = EventLoop::NowMs();
+  if (watch_offset_ != 0 && sent_total_ >= watch_offset_) {
+    watch_offset_ = 0;
+    if (handler_) handler_->OnSent();
+  }
+}
+
+void Connection::WatchSent(uint64_t offset) {
+  if (sent_total_ >= offset) {
+    watch_offset_ = 0;
+    if (handler_) handler_->OnSent();
+    return;
+  }
+  watch_offset_ = offset;
+}
+
 void Connection::FlushDeferred() {
   if (closed_ || failed_) return;
   if (buffered_bytes() > 0) Flush();
@@ -177,11 +196,8 @@ void Connection::Flush() {
     }
     out_pos_ += static_cast<size_t>(r);
     budget -= std::min(budget, static_cast<size_t>(r));
-    if (r > 0) {
-      sends_++;
-      largest_send_ = std::max(largest_send_, static_cast<size_t>(r));
-    }
-    if (bytes_out_) bytes_out_->Inc(static_cast<uint64_t>(r));
+    CountSent(static_cast<size_t>(r));
+    if (closed_) return;  // OnSent's handler closed it
   }
   if (buffered_bytes() == 0) {
     out_.clear();
@@ -202,6 +218,7 @@ void Connection::Flush() {
 void Connection::AfterFlushed() {
   if (shut_wr_ || closed_) return;
   shut_wr_ = true;
+  last_progress_ms_ = EventLoop::NowMs();  // the wait for the peer's EOF starts now
   // Half-close: the client sees EOF after our last byte; we keep reading
   // until its EOF so that unread input does not turn our close into a RST.
   if (::shutdown(fd_, SHUT_WR) != 0) Close();
@@ -210,12 +227,41 @@ void Connection::AfterFlushed() {
 void Connection::CloseAfterFlush() {
   if (closed_ || closing_) return;
   closing_ = true;
-  linger_timer_ = loop_->AddTimer(limits_.linger_ms, [this] {
-    linger_timer_ = 0;
-    Close();
-  });
+  last_progress_ms_ = EventLoop::NowMs();
+  ArmCloseTimer(limits_.close_idle_ms);
   if (buffered_bytes() == 0) AfterFlushed();
   UpdateInterest();
+}
+
+void Connection::ArmCloseTimer(int64_t ms) {
+  close_timer_ = loop_->AddTimer(ms, [this] { OnCloseTimer(); });
+}
+
+// Re-armed lazily: a byte sent moves last_progress_ms_ and touches no timer;
+// the timer, when it fires early, waits out the rest.
+void Connection::OnCloseTimer() {
+  close_timer_ = 0;
+  if (closed_) return;
+  const int64_t left = last_progress_ms_ + limits_.close_idle_ms - EventLoop::NowMs();
+  if (left > 0) {
+    ArmCloseTimer(left);
+    return;
+  }
+  if (buffered_bytes() > 0) {
+    Reset();  // the client stopped reading: an error, not a clean end
+  } else {
+    Close();  // all sent; the peer's EOF did not come
+  }
+}
+
+void Connection::Reset() {
+  if (closed_) return;
+  was_reset_ = true;
+  linger lg{};
+  lg.l_onoff = 1;
+  lg.l_linger = 0;
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+  Close();
 }
 
 void Connection::OnReadable() {
@@ -250,20 +296,25 @@ void Connection::OnEvent(int events) {
 
 void Connection::Close() {
   if (closed_) return;
-  if (corked_ && !failed_ && buffered_bytes() > 0) {
+  if (corked_ && !failed_ && !was_reset_ && buffered_bytes() > 0) {
     // What this iteration's corked writes queued would already be in the
     // socket on an uncorked connection (a close frame written just before
     // closing): one best-effort send, then the rest is dropped.
     ssize_t r = ::send(fd_, out_.data() + out_pos_,
                        std::min(buffered_bytes(), std::max<size_t>(limits_.max_write_per_flush_bytes, 1)),
                        MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (r > 0 && bytes_out_) bytes_out_->Inc(static_cast<uint64_t>(r));
+    if (r > 0) {
+      out_pos_ += static_cast<size_t>(r);
+      sent_total_ += static_cast<uint64_t>(r);
+      if (bytes_out_) bytes_out_->Inc(static_cast<uint64_t>(r));
+    }
   }
+  unsent_at_close_ = buffered_bytes();
   closed_ = true;
   loop_->CancelFlush(this);
-  if (linger_timer_ != 0) {
-    loop_->CancelTimer(linger_timer_);
-    linger_timer_ = 0;
+  if (close_timer_ != 0) {
+    loop_->CancelTimer(close_timer_);
+    close_timer_ = 0;
   }
   if (fail_timer_ != 0) {
     loop_->CancelTimer(fail_timer_);

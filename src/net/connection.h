@@ -43,7 +43,10 @@ struct ConnectionLimits {
   size_t max_output_bytes = 1 << 20;            // bounded writes refused beyond this
   size_t write_low_watermark_bytes = 64 << 10;  // OnDrained when buffered falls to this
   size_t read_chunk_bytes = 64 << 10;           // bytes read per readable event
-  int64_t linger_ms = 2000;  // CloseAfterFlush: max time to flush and drain input
+  // CloseAfterFlush: the longest wait with no byte sent while output is
+  // queued (then the connection is reset), and, once all is sent, for the
+  // peer's EOF (then closed).
+  int64_t close_idle_ms = 10000;
   size_t max_write_per_flush_bytes = 64 << 10;  // corked: bytes sent per iteration at most
 };
 
@@ -62,8 +65,10 @@ class ConnectionHandler {
   // Buffered output fell to <= write_low_watermark_bytes after a write was
   // refused or left the buffer above the watermark.
   virtual void OnDrained() = 0;
-  // The connection closed (peer FIN/RST, error, or Close()). Called once.
+  // The connection closed (peer FIN/RST, error, Close() or Reset()). Called once.
   virtual void OnClosed() = 0;
+  // sent_total() reached the offset given to WatchSent. Must not write.
+  virtual void OnSent() {}
   // The server is shutting down: finish gracefully (e.g. a WebSocket close
   // handshake with 1001). Default: nothing (the owner waits for the close).
   virtual void OnShutdown() {}
@@ -95,19 +100,38 @@ class Connection : public Flushable {
 
   // Pauses/resumes reading. Peer hang-up is noticed either way.
   void SetReading(bool on);
-  // Stops reading for the handler; once the output buffer is empty, shuts the
-  // write side down, then discards input until the peer's EOF (so the kernel
-  // sends FIN, not RST, and the client reads our last response), bounded by
-  // linger_ms overall; then Close().
+  // Stops reading for the handler and keeps sending while the client reads;
+  // once the output buffer is empty, shuts the write side down, then
+  // discards input until the peer's EOF (so the kernel sends FIN, not RST,
+  // and the client reads our last response); then Close(). Bounded by
+  // progress, not total time: if close_idle_ms pass with output queued and
+  // no byte sent, the client is not reading and the connection is Reset()
+  // (it sees an error, not a clean end); once all is sent, the wait for its
+  // EOF is close_idle_ms at most.
   void CloseAfterFlush();
   // Closes now; buffered output is dropped (corked: after one best-effort
   // send of what is queued, which an uncorked connection would already have
-  // sent). Idempotent.
+  // sent) and counted in unsent_at_close(). Idempotent.
   void Close();
+  // Closes with a TCP reset (SO_LINGER 0): what is queued, here and in the
+  // kernel, is dropped, and the peer reads an error instead of an end.
+  void Reset();
 
   bool closed() const { return closed_; }
   bool closing() const { return closing_; }
   size_t buffered_bytes() const { return out_.size() - out_pos_; }
+  // Bytes ever accepted by Write*/ and ever handed to the kernel: a response
+  // whose last byte was accepted at queued_total() == Q has left this
+  // process once sent_total() >= Q.
+  uint64_t queued_total() const { return queued_total_; }
+  uint64_t sent_total() const { return sent_total_; }
+  // OnSent() once sent_total() >= offset (one watch at a time; a new call
+  // replaces it; at once if already there).
+  void WatchSent(uint64_t offset);
+  // After the close: the bytes that never left this process, and whether it
+  // was Reset() (a closing client that stopped reading, or the owner's call).
+  size_t unsent_at_close() const { return unsent_at_close_; }
+  bool was_reset() const { return was_reset_; }
   // send/sendmsg calls that wrote bytes, and the most one of them wrote.
   uint64_t sends() const { return sends_; }
   size_t largest_send_bytes() const { return largest_send_; }
@@ -125,6 +149,9 @@ class Connection : public Flushable {
   void UpdateInterest(bool drop_read = false);
   void AfterFlushed();
   void MarkFailed();
+  void CountSent(size_t n);
+  void ArmCloseTimer(int64_t ms);
+  void OnCloseTimer();
 
   EventLoop* loop_;
   int fd_;
@@ -145,8 +172,14 @@ class Connection : public Flushable {
   bool corked_ = false;
   uint64_t sends_ = 0;
   size_t largest_send_ = 0;
+  uint64_t queued_total_ = 0;
+  uint64_t sent_total_ = 0;
+  uint64_t watch_offset_ = 0;  // 0: no watch
+  int64_t last_progress_ms_ = 0;  // closing: when a byte last left, or the flush ended
+  size_t unsent_at_close_ = 0;
+  bool was_reset_ = false;
   int interest_ = -1;
-  EventLoop::TimerId linger_timer_ = 0;
+  EventLoop::TimerId close_timer_ = 0;
   EventLoop::TimerId fail_timer_ = 0;  // closes after a failed send, outside the writer's call
 };
 

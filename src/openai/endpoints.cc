@@ -129,6 +129,15 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
   if (group->Attach()) {
     // Headers go out now, before the first token (unless it has already ended).
     if (streaming != nullptr && !*done && !streaming->started()) streaming->Start();
+    if (streaming == nullptr && !*done) {
+      // A collected answer: its client leaving is noticed at the close,
+      // queued or running, and cancels every choice.
+      std::weak_ptr<OpenAiChoices> weak = group;
+      auto gone = [weak] {
+        if (auto g = weak.lock()) g->ClientGone();
+      };
+      if (!keep.OnClientGone(gone) && keep.closed()) gone();
+    }
     return;
   }
   // A fresh stream refuses a subscriber only when --max-subscribers is 0.

@@ -529,6 +529,7 @@ void OpenAiChoices::ChoiceComplete(int choice) {
     // The finish chunk of a choice leaves now; the response ends with the
     // last choice, or with the first that failed ([DONE] written).
     if (all || format_->ended()) {
+      cancel_rest_ = !all;
       sse_->Complete();  // SinkDone follows
     } else {
       sse_->EndBatch();
@@ -536,6 +537,7 @@ void OpenAiChoices::ChoiceComplete(int choice) {
     return;
   }
   if (all || collector_->failed()) {
+    cancel_rest_ = !all;
     collector_->Answer();
     Finish();
   }
@@ -543,6 +545,7 @@ void OpenAiChoices::ChoiceComplete(int choice) {
 
 void OpenAiChoices::ChoiceEnd(int choice, const ApiError& end) {
   relays_[static_cast<size_t>(choice)]->finished = true;
+  cancel_rest_ = true;
   if (sse_) {
     sse_->End(end);  // SinkDone follows
     return;
@@ -553,6 +556,13 @@ void OpenAiChoices::ChoiceEnd(int choice, const ApiError& end) {
 
 void OpenAiChoices::ChoiceGone(int choice) {
   relays_[static_cast<size_t>(choice)]->finished = true;
+  if (collector_) {
+    // The collector found the connection closed before ClientGone ran (the
+    // hub detaches this choice on kGone): the same rule, cancel at once.
+    hub_->Cancel(streams_[static_cast<size_t>(choice)], {}, stream::CancelCause::kClientGone);
+    ClientGone();
+    return;
+  }
   for (auto& r : relays_) {
     if (!r->finished) return;
   }
@@ -561,13 +571,28 @@ void OpenAiChoices::ChoiceGone(int choice) {
 
 void OpenAiChoices::SinkDone() { Finish(); }
 
+void OpenAiChoices::ClientGone() {
+  if (finished_) return;
+  for (size_t i = 0; i < relays_.size(); i++) {
+    Relay* r = relays_[i].get();
+    if (r->attached && !r->finished) {
+      hub_->Detach(r);
+      hub_->Cancel(streams_[i], {}, stream::CancelCause::kClientGone);
+    }
+    r->finished = true;
+  }
+  Finish();
+}
+
 void OpenAiChoices::Finish() {
   if (finished_) return;
   finished_ = true;
-  // The choices still attached are detached: they linger and are
-  // cancelled, like any stream its client abandoned.
-  for (auto& r : relays_) {
-    if (r->attached && !r->finished) hub_->Detach(r.get());
+  for (size_t i = 0; i < relays_.size(); i++) {
+    Relay* r = relays_[i].get();
+    if (r->attached && !r->finished) {
+      hub_->Detach(r);
+      if (cancel_rest_) hub_->Cancel(streams_[i], {}, stream::CancelCause::kSibling);
+    }
     r->finished = true;
   }
   auto cb = std::move(on_done_);

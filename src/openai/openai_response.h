@@ -207,6 +207,9 @@ class OpenAiChoices : public std::enable_shared_from_this<OpenAiChoices> {
   void OnWritable();
   // The streamed response has ended (finished, or the client left).
   void SinkDone();
+  // The client of a collected (not streamed) response left: every choice
+  // still running is cancelled at once (nobody can resume them).
+  void ClientGone();
 
  private:
   class Relay;
@@ -215,7 +218,9 @@ class OpenAiChoices : public std::enable_shared_from_this<OpenAiChoices> {
   void ChoiceComplete(int choice);
   void ChoiceEnd(int choice, const ApiError& end);
   void ChoiceGone(int choice);
-  // Detaches every choice still attached and reports on_done (once).
+  // Ends the group (once): the choices still attached are detached (they
+  // linger, like any stream whose reader left) or, when one choice ended the
+  // response (cancel_rest_), cancelled at once; then on_done.
   void Finish();
 
   stream::StreamHub* hub_;
@@ -227,6 +232,7 @@ class OpenAiChoices : public std::enable_shared_from_this<OpenAiChoices> {
   std::unique_ptr<OpenAiCollector> collector_;
   int completed_ = 0;
   bool finished_ = false;
+  bool cancel_rest_ = false;  // a choice failed: the others' tokens can go nowhere
 };
 
 }  // namespace tw::openai

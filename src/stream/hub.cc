@@ -231,7 +231,6 @@ void StreamHub::StopTimer(uint64_t* id) {
 void StreamHub::StartLinger(Entry& e) {
   if (e.linger_timer != 0 || e.stream->finished() || shutting_down_) return;
   if (options_.linger_ms <= 0) {
-    counters_.linger_cancels++;
     CancelGeneration(e, "linger");
     return;
   }
@@ -242,7 +241,6 @@ void StreamHub::StartLinger(Entry& e) {
     Entry& en = it->second;
     en.linger_timer = 0;
     if (en.subs.empty() && !en.stream->finished()) {
-      counters_.linger_cancels++;
       CancelGeneration(en, "linger");
     }
   });
@@ -294,15 +292,22 @@ void StreamHub::LogOutcome(const Entry& e) {
        {"cancel", e.cancel_reason}});
 }
 
-void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit) {
+void StreamHub::Forget(const Entry& e) {
+  const uint64_t made = e.stream->tokens_appended();
+  counters_.tokens_never_delivered += made > e.tokens_taken ? made - e.tokens_taken : 0;
+}
+
+void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit, CancelCause cause) {
   Entry* e = EntryFor(*s);
   if (e == nullptr || e->stream->finished()) {
     if (on_exit) on_exit();
     return;
   }
   if (on_exit) e->exit_waiters.push_back(std::move(on_exit));
-  if (!e->cancel_sent) counters_.delete_cancels++;
-  CancelGeneration(*e, "delete");
+  const char* reason = cause == CancelCause::kClientGone ? "client_gone"
+                       : cause == CancelCause::kSibling  ? "sibling"
+                                                         : "delete";
+  CancelGeneration(*e, reason);
 }
 
 void StreamHub::Drain(std::vector<std::shared_ptr<Stream>>& dirty) {
@@ -408,6 +413,7 @@ bool StreamHub::DeliverTo(Entry& e, size_t index, bool* capped) {
     s.handed++;
     if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
       counters_.tokens_delivered++;
+      e.tokens_taken++;
       e.max_token_seq_taken = ev->seq;
     }
     if (ev->terminal()) {
@@ -468,7 +474,6 @@ void StreamHub::ApplyPolicy(Entry& e) {
         if (it == entries_.end()) return;
         it->second.stall_timer = 0;
         if (it->second.paused && !it->second.stream->finished()) {
-          counters_.stall_cancels++;
           CancelGeneration(it->second, "stall");
         }
       });
@@ -491,24 +496,26 @@ void StreamHub::HandleExit(Entry& e) {
   StopTimer(&e.linger_timer);
   StopTimer(&e.stall_timer);
   LogOutcome(e);
-  // Token events nobody ever took: generated for nobody. The outcome is the
-  // terminal event's finish reason (an error event counts as "error").
-  {
-    std::vector<EventPtr>& all = batch_;
-    if (e.stream->ReadFrom(e.stream->oldest_seq(), SIZE_MAX, &all)) {
-      for (const auto& ev : all) {
-        if (ev->type == EventType::kToken && ev->seq > e.max_token_seq_taken) {
-          counters_.tokens_never_delivered++;
-        }
-        if (ev->terminal()) counters_.outcomes[static_cast<int>(ev->finish_reason)]++;
-      }
+  // The outcome is the terminal event's finish reason (an error event counts
+  // as "error"); a cancelled one counts under the reason of its cancel.
+  if (const EventPtr last = e.stream->terminal_event()) {
+    counters_.outcomes[static_cast<int>(last->finish_reason)]++;
+    if (last->finish_reason == FinishReason::kCancelled) {
+      const std::string_view why = e.cancel_reason ? e.cancel_reason : "";
+      uint64_t* c = why == "linger"        ? &counters_.linger_cancels
+                    : why == "stall"       ? &counters_.stall_cancels
+                    : why == "client_gone" ? &counters_.client_gone_cancels
+                    : why == "sibling"     ? &counters_.sibling_cancels
+                    : why == "shutdown"    ? &counters_.shutdown_cancels
+                                           : &counters_.delete_cancels;  // DELETE, or a cancel from outside the hub
+      ++*c;
     }
-    all.clear();
   }
   auto waiters = std::move(e.exit_waiters);
   e.exit_waiters.clear();
   std::string id = e.stream->id();
   if (options_.retain_ms <= 0 && e.subs.empty()) {
+    Forget(e);
     entries_.erase(id);
     erasures_++;
   } else {
@@ -542,6 +549,7 @@ void StreamHub::RetainExpired(const std::string& id) {
   }
   for (Sub& s : en.subs) sub_index_.erase(s.transport);
   std::vector<Sub> subs = std::move(en.subs);
+  Forget(en);
   entries_.erase(it);
   erasures_++;
   for (Sub& s : subs) s.transport->End(SubscriberEnd(ErrorCode::kExpired, "the stream expired", s.cursor - 1));

@@ -147,15 +147,33 @@ struct HubCounters {
   uint64_t slow_client_detaches = 0;
   uint64_t pauses = 0;
   uint64_t unpauses = 0;
+  // Streams that ended cancelled, by why the hub cancelled them (counted
+  // when the stream ends, and only if it ended cancelled: a cancel that lost
+  // the race with the stream's own end counts nowhere). Their sum is
+  // outcomes[kCancelled].
   uint64_t stall_cancels = 0;
   uint64_t linger_cancels = 0;
   uint64_t delete_cancels = 0;
+  uint64_t client_gone_cancels = 0;  // a non-streamed request's client left (nothing can resume it)
+  uint64_t sibling_cancels = 0;      // another choice of the same response ended it
+  uint64_t shutdown_cancels = 0;
   uint64_t resumes_ok = 0;
   uint64_t resumes_window_exceeded = 0;
   uint64_t resumes_not_found = 0;
-  uint64_t tokens_delivered = 0;      // token events taken by a socket (first time per stream)
-  uint64_t tokens_never_delivered = 0;  // token events of finished streams no one took
+  // Token events: generated (the streams' metric) = delivered +
+  // never_delivered + those of registered streams not taken yet; so at rest
+  // (no stream registered) generated = delivered + never_delivered.
+  uint64_t tokens_delivered = 0;        // taken by a socket (the first time, per stream)
+  uint64_t tokens_never_delivered = 0;  // of streams forgotten (retention over) with no one having taken them
   uint64_t outcomes[kFinishReasons] = {};  // streams by finish reason (error events: kError)
+};
+
+// Why a caller cancels a generation (Cancel): the cancel counter it adds to
+// and the reason the stream's log record names.
+enum class CancelCause {
+  kDelete,      // DELETE /v1/streams/{id}, a refused launch's siblings
+  kClientGone,  // the client of a non-streamed request left: nobody can resume it
+  kSibling,     // another choice of the same n-choice response ended the response
 };
 
 class StreamHub {
@@ -197,9 +215,11 @@ class StreamHub {
   // The transport has room again (its socket drained).
   void OnWritable(Subscription* sub);
 
-  // Cancels the generation (idempotent). `on_exit` runs on the I/O thread
-  // once the producer has exited (at once if it already has).
-  void Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit);
+  // Cancels the generation (idempotent: only the first cancel counts).
+  // `on_exit` runs on the I/O thread once the producer has exited (at once
+  // if it already has).
+  void Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit,
+              CancelCause cause = CancelCause::kDelete);
 
   // Shutdown: every live stream's subscribers get `shutting_down` (with
   // resume_from), every generation is cancelled.
@@ -239,6 +259,7 @@ class StreamHub {
     bool cancel_sent = false;
     bool exit_handled = false;
     uint64_t max_token_seq_taken = 0;  // highest seq of a token event any subscriber took
+    uint64_t tokens_taken = 0;         // token events counted as delivered
     uint64_t linger_timer = 0;
     uint64_t stall_timer = 0;
     uint64_t retain_timer = 0;
@@ -248,7 +269,7 @@ class StreamHub {
     bool continue_posted = false;   // a capped delivery continues next iteration
     uint32_t resumes = 0;           // attaches after an event (the outcome's log line)
     uint32_t detaches = 0;          // subscribers ended as slow clients
-    const char* cancel_reason = nullptr;  // "delete", "linger", "stall", "shutdown"
+    const char* cancel_reason = nullptr;  // "delete", "linger", "stall", "shutdown", "client_gone", "sibling"
     std::vector<std::function<void()>> exit_waiters;
   };
 
@@ -272,6 +293,8 @@ class StreamHub {
   // A subscriber ended as a slow client (drop_slow, or out of the window).
   void EndSlow(Entry& e, size_t index, const ApiError& end);
   void LogOutcome(const Entry& e);
+  // An entry is about to be erased: its tokens no one took are never delivered.
+  void Forget(const Entry& e);
   void HandleExit(Entry& e);
   void RetainExpired(const std::string& id);
   static uint64_t CursorSum(const Entry& e);

@@ -103,6 +103,7 @@ uint64_t Stream::AppendLocked(Event event) {
     Histogram* h = first ? m.ttft_seconds : m.inter_token_seconds;
     if (h) h->Observe(std::chrono::duration<double>(now - (first ? created_ : last_token_at_)).count());
     if (m.tokens_generated) m.tokens_generated->Inc();
+    tokens_appended_++;
     if (first) first_token_at_ = now;
     last_token_at_ = now;
     if (lab_ != nullptr) event.lab_pad_bytes = lab_->pad_bytes;
@@ -248,6 +249,11 @@ size_t Stream::subscriber_count() const {
   MutexLock lock(mu_);
   return subscribers_.size();
 }
+uint64_t Stream::tokens_appended() const {
+  MutexLock lock(mu_);
+  return tokens_appended_;
+}
+
 Clock::time_point Stream::first_token_at() const {
   MutexLock lock(mu_);
   return first_token_at_;

@@ -155,6 +155,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   Clock::time_point finished_at() const;
   // When the first token event was appended (zero if none yet).
   Clock::time_point first_token_at() const;
+  uint64_t tokens_appended() const;  // token events ever appended (evicted ones too)
   // The terminal event, or null while the stream runs.
   EventPtr terminal_event() const;
 
@@ -216,6 +217,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool held_ TW_GUARDED_BY(mu_) = false;  // creator hold: TrimLocked evicts nothing
   Clock::time_point finished_at_ TW_GUARDED_BY(mu_){};
   Clock::time_point first_token_at_ TW_GUARDED_BY(mu_){};
+  uint64_t tokens_appended_ TW_GUARDED_BY(mu_) = 0;
   Clock::time_point last_token_at_ TW_GUARDED_BY(mu_){};
   // stream_interval: token events not yet announced.
   int tokens_held_ TW_GUARDED_BY(mu_) = 0;

@@ -270,15 +270,18 @@ TEST(Streams, ResumeAtTheTerminalEventIsEmptyAndPastTheHeadIs400) {
   srv.WaitIdle();
 }
 
-// POST /v1/generate whose client leaves before the answer: the generation is
-// cancelled after --linger-ms, as a stream's would be, not run to
-// max_new_tokens. The stream's status then says how it ended.
-TEST(Streams, GenerateWhoseClientLeftIsCancelledAfterTheLinger) {
-  AppServer srv({"--mock-tokens-per-s", "400"});
+// POST /v1/generate whose client leaves before the answer: nobody can resume
+// a stream whose id was never sent, so the generation is cancelled at the
+// close (a linger of a minute here is not what ends it), not run to
+// max_new_tokens. tests/app/abandon_test.cc has every endpoint, queued and
+// running, on the real binary.
+TEST(Streams, GenerateWhoseClientLeftIsCancelledAtOnce) {
+  AppServer srv({"--mock-tokens-per-s", "400", "--linger-ms", "60000"});
   ASSERT_NO_FATAL_FAILURE(srv.PostAndLeave("/v1/generate", R"({"prompt":"x","max_new_tokens":20000})"));
   ASSERT_TRUE(srv.WaitIdle(8000));  // 20000 tokens at 400/s would take 50 s
   client::Response m = srv.Call("GET", "/metrics");
-  EXPECT_NE(m.body.find("tokenwire_linger_cancels_total 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("tokenwire_client_gone_cancels_total 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("tokenwire_linger_cancels_total 0\n"), std::string::npos);
   EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 1\n"), std::string::npos);
 }
 

@@ -792,15 +792,17 @@ TEST(Completions, ClientDisconnectCancelsTheStream) {
   EXPECT_LT(log.Find("tokens")->items().size(), 5000u);
 }
 
-// The same for a non-streamed request: the client's close is noticed at the
-// next token, and the generation is cancelled after --linger-ms.
+// A non-streamed request: nobody can resume a stream whose id was never
+// sent, so the client's close cancels the generation at once (a linger of a
+// minute here: it is not what ends it).
 TEST(Completions, ClientDisconnectCancelsANonStreamedCompletion) {
-  AppServer srv({"--mock-tokens-per-s", "400"});
+  AppServer srv({"--mock-tokens-per-s", "400", "--linger-ms", "60000"});
   ASSERT_NO_FATAL_FAILURE(
       srv.PostAndLeave("/v1/completions", R"({"model":"mock-gpt2","prompt":"x","max_tokens":5000})"));
   ASSERT_TRUE(srv.WaitIdle(8000));  // 5000 tokens at 400/s would take 12.5 s
   client::Response m = srv.Call("GET", "/metrics");
-  EXPECT_NE(m.body.find("tokenwire_linger_cancels_total 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("tokenwire_client_gone_cancels_total 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("tokenwire_linger_cancels_total 0\n"), std::string::npos);
   EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 1\n"), std::string::npos);
 }
 
