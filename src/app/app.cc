@@ -150,6 +150,7 @@ Status App::Init(bool watch_signals) {
   bounds.context_length = backend_->context_length();
   bounds.max_stop_strings = static_cast<size_t>(config_.max_stop_strings);
   bounds.max_stop_bytes = static_cast<size_t>(config_.max_stop_bytes);
+  bounds.max_chat_messages = static_cast<size_t>(config_.max_chat_messages);
   bounds.max_json_depth = static_cast<int>(config_.max_json_depth);
   bounds.vocab_size = static_cast<int>(tokenizer_.vocab_size());
   stream::ParsePolicy(config_.policy, &info_.default_policy, /*allow_lab=*/config_.lab);
@@ -167,6 +168,7 @@ Status App::Init(bool watch_signals) {
   ho.linger_ms = config_.linger_ms;
   ho.retain_ms = config_.retain_ms;
   ho.max_streams = static_cast<size_t>(config_.max_streams);
+  ho.max_retained_bytes = static_cast<size_t>(config_.max_retained_bytes);
   ho.stream_limits.resume_window_events = static_cast<size_t>(config_.resume_window_events);
   ho.stream_limits.max_subscribers = static_cast<size_t>(config_.max_subscribers);
   ho.stream_limits.stream_interval = static_cast<int>(config_.stream_interval);

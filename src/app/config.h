@@ -55,9 +55,11 @@ struct Config {
   // Streams.
   int64_t resume_window_events = 4096;  // --resume-window
   int64_t max_streams = 4096;           // live + retained streams
+  int64_t max_retained_bytes = int64_t{1} << 30;  // finished streams kept for resume: their bytes
   int64_t max_subscribers = 8;          // per stream
   int64_t max_stop_strings = 4;
   int64_t max_stop_bytes = 64;
+  int64_t max_chat_messages = 2048;
   int64_t stream_interval = 1;            // --stream-interval: token events announced in groups of up to N
   int64_t stream_interval_bound_ms = 10;  // --stream-interval-bound-ms: the longest a token is held
   int64_t write_batch_events = 64;        // --write-batch-events: events one subscriber is handed per loop iteration

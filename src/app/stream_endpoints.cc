@@ -283,7 +283,13 @@ void App::HandleMetrics(http::Responder r) {
   gauge("active_streams", "Streams whose generation has not finished.", hub_->live_streams());
   gauge("registered_streams", "Streams held (live or retained for resume).", hub_->registered_streams());
   gauge("active_subscribers", "Subscribers attached to streams.", hub_->subscriber_count());
-  gauge("stream_bytes_held", "Event payload bytes held in resume rings.", hub_->bytes_held());
+  gauge("stream_bytes_held",
+        "Bytes streams hold for resume: live streams' events, retained streams' events and cached wire bytes.",
+        hub_->bytes_held());
+  gauge("retained_stream_bytes", "Of those, the finished streams' (bounded by --max-retained-bytes).",
+        hub_->retained_bytes());
+  counter("retained_evictions_total", "Finished streams forgotten before --retain-ms because of --max-retained-bytes.",
+          c.retained_evictions);
   counter("streams_created_total", "Streams created.", c.streams_created);
   counter("tokens_delivered_total", "Token events taken by a client socket (once per stream).", c.tokens_delivered);
   counter("tokens_never_delivered_total",

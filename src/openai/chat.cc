@@ -71,9 +71,14 @@ bool ParseContent(const json::Value& v, const std::string& where, std::string* o
   return true;
 }
 
-bool ParseMessages(const json::Value& v, std::vector<ChatMessage>* out, ApiError* err) {
+bool ParseMessages(const json::Value& v, size_t max_messages, std::vector<ChatMessage>* out, ApiError* err) {
   if (!v.is_array()) return Refuse(err, "messages", "'messages' must be an array of messages");
   if (v.items().empty()) return Refuse(err, "messages", "'messages' must hold at least one message");
+  if (v.items().size() > max_messages) {
+    return Refuse(err, "messages",
+                  "'messages' holds " + std::to_string(v.items().size()) + " messages; at most " +
+                      std::to_string(max_messages) + " are accepted (--max-chat-messages)");
+  }
   for (size_t i = 0; i < v.items().size(); i++) {
     const json::Value& m = v.items()[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -127,7 +132,7 @@ bool ParseChatRequest(std::string_view body, const tokenizer::Tokenizer& tokeniz
     } else if (ParseSharedParam(key, val, &r.shared, &ok, err)) {
       if (!ok) return false;
     } else if (key == "messages") {
-      if (!ParseMessages(val, &r.messages, err)) return false;
+      if (!ParseMessages(val, bounds.max_chat_messages, &r.messages, err)) return false;
       has_messages = true;
     } else if (key == "max_tokens" || key == "max_completion_tokens") {
       if (val.is_null()) continue;
@@ -170,6 +175,7 @@ bool ParseChatRequest(std::string_view body, const tokenizer::Tokenizer& tokeniz
   // Message text is plain text: "<|endoftext|>" in it is not the special
   // token (the template's own text is not either).
   r.prompt_tokens = tokenizer.Encode(chat_template.Render(r.messages));
+  std::vector<ChatMessage>().swap(r.messages);  // rendered: freed here, on the prep thread
   if (r.prompt_tokens.empty()) r.prompt_tokens.push_back(tokenizer.end_of_text_id());
   const int room = bounds.context_length - static_cast<int>(r.prompt_tokens.size());
   if (r.max_tokens == 0) r.max_tokens = std::max(1, std::min(bounds.max_new_tokens, room));

@@ -16,8 +16,9 @@
 // function_call, response_format, …), each by name.
 //
 // Threads: pure functions (the App calls the parser on a prep thread).
-// Memory: the parsed messages and the prompt's tokens (bounded by the body
-// bound and the context).
+// Memory: the parsed messages (at most bounds.max_chat_messages; freed on
+// the parsing thread once rendered, so the loop never frees a large
+// request's messages) and the prompt's tokens (bounded by the context).
 #pragma once
 
 #include <string>
@@ -32,7 +33,7 @@ namespace tw::openai {
 // A validated chat request.
 struct ChatRequest {
   std::string model;
-  std::vector<ChatMessage> messages;   // never empty
+  std::vector<ChatMessage> messages;   // parsed, rendered into prompt_tokens, then emptied
   std::vector<int32_t> prompt_tokens;  // the rendered template, tokenized
   int max_tokens = 0;                  // max_tokens / max_completion_tokens, or all the room left
   SharedParams shared;                 // temperature, top_p, seed, stream, n

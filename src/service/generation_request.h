@@ -34,6 +34,7 @@ struct RequestBounds {
   int context_length = 1024;      // prompt + new tokens
   size_t max_stop_strings = 4;
   size_t max_stop_bytes = 64;     // each stop string
+  size_t max_chat_messages = 2048;  // --max-chat-messages: messages in one chat request
   int max_json_depth = 64;
   int64_t max_queue_timeout_ms = 3600 * 1000;
   int vocab_size = 50257;

@@ -66,6 +66,7 @@ StreamHub::StreamHub(net::EventLoop* loop, ProducerControl* producer, const HubO
 StreamHub::~StreamHub() {
   alive_.reset();
   StopTimer(&held_timer_);
+  StopTimer(&enforce_timer_);
   for (auto& [id, e] : entries_) {
     StopTimer(&e.linger_timer);
     StopTimer(&e.stall_timer);
@@ -219,6 +220,7 @@ void StreamHub::RemoveSub(Entry& e, size_t index) {
   sub_index_.erase(t);
   size_t left = e.stream->Detach(t);
   if (left == 0 && !e.stream->finished()) StartLinger(e);
+  if (e.finish_order != 0) Account(e);  // its reader may have cached more wire bytes
 }
 
 void StreamHub::StopTimer(uint64_t* id) {
@@ -295,6 +297,10 @@ void StreamHub::LogOutcome(const Entry& e) {
 void StreamHub::Forget(const Entry& e) {
   const uint64_t made = e.stream->tokens_appended();
   counters_.tokens_never_delivered += made > e.tokens_taken ? made - e.tokens_taken : 0;
+  if (e.finish_order != 0) {
+    retained_bytes_ -= e.retained_bytes;
+    retained_order_.erase(e.finish_order);
+  }
 }
 
 void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> on_exit, CancelCause cause) {
@@ -522,6 +528,9 @@ void StreamHub::HandleExit(Entry& e) {
     e.retain_progress = CursorSum(e);
     e.retain_timer = loop_->AddTimer(std::max<int64_t>(options_.retain_ms, 0),
                                       [this, id] { RetainExpired(id); });
+    e.finish_order = ++next_finish_order_;
+    retained_order_[e.finish_order] = id;
+    Account(e);
   }
   for (auto& w : waiters) w();
 }
@@ -547,12 +556,53 @@ void StreamHub::RetainExpired(const std::string& id) {
                                       [this, id] { RetainExpired(id); });
     return;
   }
+  Expire(it);
+}
+
+void StreamHub::Expire(std::unordered_map<std::string, Entry>::iterator it) {
+  Entry& en = it->second;
+  StopTimer(&en.retain_timer);
   for (Sub& s : en.subs) sub_index_.erase(s.transport);
   std::vector<Sub> subs = std::move(en.subs);
   Forget(en);
   entries_.erase(it);
   erasures_++;
   for (Sub& s : subs) s.transport->End(SubscriberEnd(ErrorCode::kExpired, "the stream expired", s.cursor - 1));
+}
+
+void StreamHub::Account(Entry& e) {
+  if (e.finish_order == 0) return;  // not retained
+  size_t n = e.stream->bytes_held();
+  std::vector<EventPtr> all;  // not batch_: a delivery may be using it
+  if (e.stream->ReadFrom(e.stream->oldest_seq(), SIZE_MAX, &all)) {
+    for (const EventPtr& ev : all) {
+      for (const std::string& w : ev->wire) n += w.capacity();
+    }
+  }
+  retained_bytes_ = retained_bytes_ - e.retained_bytes + n;
+  e.retained_bytes = n;
+  if (retained_bytes_ > options_.max_retained_bytes && enforce_timer_ == 0) {
+    // From the loop, not from inside a delivery: forgetting streams erases
+    // entries, which the caller may be iterating over.
+    enforce_timer_ = loop_->AddTimer(0, [this] {
+      enforce_timer_ = 0;
+      EnforceRetainedBound();
+    });
+  }
+}
+
+void StreamHub::EnforceRetainedBound() {
+  while (retained_bytes_ > options_.max_retained_bytes && !retained_order_.empty()) {
+    auto it = entries_.find(retained_order_.begin()->second);
+    if (it == entries_.end()) {  // cannot happen: Forget removes it from the order
+      retained_order_.erase(retained_order_.begin());
+      continue;
+    }
+    counters_.retained_evictions++;
+    LogIf(options_.log, LogLevel::kInfo, "evict",
+          {{"stream", it->first}, {"retained_bytes", retained_bytes_}, {"max", options_.max_retained_bytes}});
+    Expire(it);
+  }
 }
 
 void StreamHub::BeginShutdown() {
@@ -597,8 +647,8 @@ size_t StreamHub::live_streams() const {
 size_t StreamHub::subscriber_count() const { return sub_index_.size(); }
 
 size_t StreamHub::bytes_held() const {
-  size_t n = 0;
-  for (const auto& [id, e] : entries_) n += e.stream->bytes_held();
+  size_t n = retained_bytes_;
+  for (const auto& [id, e] : entries_) n += e.finish_order != 0 ? 0 : e.stream->bytes_held();
   return n;
 }
 

@@ -54,6 +54,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -90,6 +91,10 @@ struct HubOptions {
   int64_t linger_ms = 5000;
   int64_t retain_ms = 60000;
   size_t max_streams = 4096;  // live + retained
+  // The most bytes retained (finished) streams may hold, their events and
+  // the wire bytes cached with them; beyond, the streams that finished first
+  // are forgotten early (their subscribers end with `expired`).
+  size_t max_retained_bytes = size_t{1} << 30;
   StreamLimits stream_limits;
   // Lab policy `unbounded`: the safety caps of each of its streams' rings
   // (events, payload bytes), so a bench cannot exhaust memory.
@@ -165,6 +170,7 @@ struct HubCounters {
   // (no stream registered) generated = delivered + never_delivered.
   uint64_t tokens_delivered = 0;        // taken by a socket (the first time, per stream)
   uint64_t tokens_never_delivered = 0;  // of streams forgotten (retention over) with no one having taken them
+  uint64_t retained_evictions = 0;      // retained streams forgotten early (max_retained_bytes)
   uint64_t outcomes[kFinishReasons] = {};  // streams by finish reason (error events: kError)
 };
 
@@ -230,7 +236,10 @@ class StreamHub {
   size_t live_streams() const;  // registered and not finished
   size_t registered_streams() const { return entries_.size(); }
   size_t subscriber_count() const;
+  // Bytes the streams hold: live streams' events (ring), and retained
+  // streams' events with their cached wire bytes (retained_bytes()).
   size_t bytes_held() const;
+  size_t retained_bytes() const { return retained_bytes_; }
   const HubCounters& counters() const { return counters_; }
   void CountResumeNotFound() { counters_.resumes_not_found++; }
   void set_instance_tag(std::string tag) { instance_tag_ = std::move(tag); }
@@ -260,6 +269,8 @@ class StreamHub {
     bool exit_handled = false;
     uint64_t max_token_seq_taken = 0;  // highest seq of a token event any subscriber took
     uint64_t tokens_taken = 0;         // token events counted as delivered
+    size_t retained_bytes = 0;         // finished: its events + cached wire bytes (in retained_bytes_)
+    uint64_t finish_order = 0;         // finished: its place in retained_order_
     uint64_t linger_timer = 0;
     uint64_t stall_timer = 0;
     uint64_t retain_timer = 0;
@@ -293,8 +304,17 @@ class StreamHub {
   // A subscriber ended as a slow client (drop_slow, or out of the window).
   void EndSlow(Entry& e, size_t index, const ApiError& end);
   void LogOutcome(const Entry& e);
-  // An entry is about to be erased: its tokens no one took are never delivered.
+  // An entry is about to be erased: its tokens no one took are never
+  // delivered, and its retained bytes are released.
   void Forget(const Entry& e);
+  // A finished entry's bytes (events and cached wire bytes; I/O thread, so
+  // the wire caches are stable) into retained_bytes_; then the bound.
+  void Account(Entry& e);
+  // While retained_bytes_ > max_retained_bytes: forgets the retained
+  // streams that finished first.
+  void EnforceRetainedBound();
+  // Erases a retained entry now; its subscribers end with `expired`.
+  void Expire(std::unordered_map<std::string, Entry>::iterator it);
   void HandleExit(Entry& e);
   void RetainExpired(const std::string& id);
   static uint64_t CursorSum(const Entry& e);
@@ -317,6 +337,12 @@ class StreamHub {
   uint64_t erasures_ = 0;         // entries erased so far (Service's liveness check)
   uint64_t held_timer_ = 0;       // stream_interval > 1: DeliverHeld's repeating timer
   std::vector<EventPtr> batch_;   // DeliverTo's scratch
+  // Retained (finished) streams: their bytes, and their ids in the order
+  // they finished (the first to be forgotten when over max_retained_bytes).
+  size_t retained_bytes_ = 0;
+  std::map<uint64_t, std::string> retained_order_;
+  uint64_t next_finish_order_ = 0;
+  uint64_t enforce_timer_ = 0;    // EnforceRetainedBound is posted (0: not)
 };
 
 }  // namespace tw::stream

@@ -81,7 +81,15 @@ Stream::Stream(std::string id, const StreamLimits& limits, Notifier* notifier,
       created_(arrival) {}
 
 size_t Stream::EventBytes(const Event& e) {
-  return sizeof(Event) + e.text.size() + e.lab_pad_bytes + (e.error ? e.error->message.size() : 0);
+  size_t n = sizeof(Event) + e.text.size() + e.lab_pad_bytes + (e.error ? e.error->message.size() : 0);
+  if (e.logprobs) {
+    // The alternatives: often most of a token event's memory (20 of them is
+    // about a kilobyte).
+    const TokenLogprobs& l = *e.logprobs;
+    n += sizeof(TokenLogprobs) + l.sampled.bytes.size() + l.top.capacity() * sizeof(TokenLogprob);
+    for (const TokenLogprob& t : l.top) n += t.bytes.size();
+  }
+  return n;
 }
 
 void Stream::MarkDirtyLocked() {

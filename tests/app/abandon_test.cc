@@ -19,6 +19,7 @@
 
 #include "client/http_client.h"
 #include "client/sse_client.h"
+#include "app/app_fixture.h"
 #include "support/metrics_text.h"
 #include "support/server_child.h"
 
@@ -27,6 +28,7 @@ namespace {
 
 using testing::MetricValue;
 using testing::ServerChild;
+using testing::WaitUntil;
 
 struct Endpoint {
   const char* path;
@@ -47,16 +49,6 @@ std::string WithModel(const char* body, const std::string& model) {
 }
 
 std::string Metrics(uint16_t port) { return testing::FetchMetrics(port); }
-
-// Waits (up to 10 s, for the event, not for a time) until `pred` holds.
-template <typename Pred>
-bool WaitFor(Pred pred) {
-  for (int i = 0; i < 1000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -106,21 +98,21 @@ TEST(AbandonedRequest, QueuedIsCancelledAtItsClientsCloseOnEveryEndpoint) {
   ASSERT_TRUE(holder.Post("/v1/stream", R"({"prompt":"Hello","max_new_tokens":900,"policy":"pause_producer"})").ok());
   ASSERT_TRUE(holder.ReadEvents([](const sse::Event& e) { return e.type == "token"; }).ok());
   holder.http().CloseWithReset();
-  ASSERT_TRUE(WaitFor([&] { return Metrics(server.port()).find("tokenwire_producer_pauses_total 1\n") != std::string::npos; }))
+  ASSERT_TRUE(WaitUntil([&] { return Metrics(server.port()).find("tokenwire_producer_pauses_total 1\n") != std::string::npos; }))
       << Metrics(server.port());
   size_t n = 0;
   for (const Endpoint& e : kEndpoints) {
     SCOPED_TRACE(e.path);
     client::HttpClient c;
     ASSERT_NO_FATAL_FAILURE(SendAndLeave(&c, server.port(), e.path, WithModel(e.body, "m")));
-    ASSERT_TRUE(WaitFor([&] { return Metrics(server.port()).find("tokenwire_engine_waiting 1\n") != std::string::npos; }))
+    ASSERT_TRUE(WaitUntil([&] { return Metrics(server.port()).find("tokenwire_engine_waiting 1\n") != std::string::npos; }))
         << Metrics(server.port());
     c.Close();
-    ASSERT_TRUE(WaitFor([&] { return !ClientGoneRecord(server.Log(), n).empty(); })) << server.Log();
+    ASSERT_TRUE(WaitUntil([&] { return !ClientGoneRecord(server.Log(), n).empty(); })) << server.Log();
     const std::string record = ClientGoneRecord(server.Log(), n);
     EXPECT_EQ(Field(record, "tokens"), 0) << record;
     EXPECT_NE(record.find("finish_reason=cancelled"), std::string::npos) << record;
-    ASSERT_TRUE(WaitFor([&] { return Metrics(server.port()).find("tokenwire_engine_waiting 0\n") != std::string::npos; }));
+    ASSERT_TRUE(WaitUntil([&] { return Metrics(server.port()).find("tokenwire_engine_waiting 0\n") != std::string::npos; }));
     ++n;
   }
   const std::string m = Metrics(server.port());
@@ -144,9 +136,9 @@ TEST(AbandonedRequest, RunningIsCancelledAtItsClientsCloseOnEveryEndpoint) {
     // Running: a token has been generated since the request.
     const int64_t generated = MetricValue(before, "tokenwire_tokens_generated_total");
     ASSERT_GE(generated, 0) << before;
-    ASSERT_TRUE(WaitFor([&] { return MetricValue(Metrics(server.port()), "tokenwire_tokens_generated_total") > generated; }));
+    ASSERT_TRUE(WaitUntil([&] { return MetricValue(Metrics(server.port()), "tokenwire_tokens_generated_total") > generated; }));
     c.Close();
-    ASSERT_TRUE(WaitFor([&] { return !ClientGoneRecord(server.Log(), n).empty(); })) << server.Log();
+    ASSERT_TRUE(WaitUntil([&] { return !ClientGoneRecord(server.Log(), n).empty(); })) << server.Log();
     const std::string record = ClientGoneRecord(server.Log(), n);
     EXPECT_GT(Field(record, "tokens"), 0) << record;
     EXPECT_LT(Field(record, "tokens"), 900) << record;
@@ -182,8 +174,8 @@ TEST(AbandonedRequest, OneFailedChoiceCancelsItsSiblingsAtOnce) {
   EXPECT_EQ(del.head.status, 204);
   c.mutable_result().stopped = false;
   ASSERT_TRUE(c.ReadEvents([](const sse::Event&) { return true; }).ok());
-  ASSERT_TRUE(WaitFor([&] { return Count(server.Log(), "cancel=sibling") == 3; })) << server.Log();
-  ASSERT_TRUE(WaitFor([&] { return Metrics(server.port()).find("tokenwire_active_streams 0\n") != std::string::npos; }));
+  ASSERT_TRUE(WaitUntil([&] { return Count(server.Log(), "cancel=sibling") == 3; })) << server.Log();
+  ASSERT_TRUE(WaitUntil([&] { return Metrics(server.port()).find("tokenwire_active_streams 0\n") != std::string::npos; }));
   const std::string m = Metrics(server.port());
   EXPECT_NE(m.find("tokenwire_sibling_cancels_total 3\n"), std::string::npos) << m;
   EXPECT_NE(m.find("tokenwire_delete_cancels_total 1\n"), std::string::npos) << m;
@@ -233,7 +225,7 @@ TEST(AbandonedRequest, WaitingForAPrepThreadIsSkipped) {
     return client::Fetch(server.port(), req, &st).ok() &&
            st.body.find("\"prep\":{\"queued\":0,\"running\":0}") != std::string::npos;
   };
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(WaitUntil([&] {
     return MetricValue(Metrics(server.port()), "tokenwire_prep_skipped_total") >= kRequests - 5 && prep_idle();
   })) << Metrics(server.port());
   EXPECT_LE(MetricValue(Metrics(server.port()), "tokenwire_prep_skipped_total"), kRequests);

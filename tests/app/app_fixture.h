@@ -151,7 +151,7 @@ class AppServer {
   Status run_status_;
 };
 
-inline bool WaitUntil(const std::function<bool()>& pred, int timeout_ms = 5000) {
+inline bool WaitUntil(const std::function<bool()>& pred, int timeout_ms = 10000) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred()) return true;

@@ -17,6 +17,7 @@
 #include "client/http_client.h"
 #include "client/sse_client.h"
 #include "json/json.h"
+#include "app/app_fixture.h"
 #include "support/metrics_text.h"
 #include "support/server_child.h"
 
@@ -26,15 +27,7 @@ namespace {
 using testing::FetchMetrics;
 using testing::MetricValue;
 using testing::ServerChild;
-
-template <typename Pred>
-bool WaitFor(Pred pred, int ms = 10000) {
-  for (int i = 0; i < ms / 10; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using testing::WaitUntil;
 
 client::Response Call(uint16_t port, const std::string& method, const std::string& target,
                       const std::string& body = "") {
@@ -70,7 +63,7 @@ TEST(MetricIdentities, HoldAtRestAfterEveryKindOfEnding) {
     (i < 4 ? unread : read_later).push_back(id);
   }
   for (const std::string& id : read_later) {
-    ASSERT_TRUE(WaitFor([&] { return Finished(port, id); }));
+    ASSERT_TRUE(WaitUntil([&] { return Finished(port, id); }));
     client::SseClient c;
     ASSERT_TRUE(c.Connect(port).ok());
     ASSERT_TRUE(c.Get("/v1/streams/" + id + "/events", "").ok());
@@ -99,7 +92,7 @@ TEST(MetricIdentities, HoldAtRestAfterEveryKindOfEnding) {
     req.target = "/v1/generate";
     req.body = R"({"prompt":"x","max_new_tokens":1000})";
     ASSERT_TRUE(c.SendRequest(req).ok());
-    ASSERT_TRUE(WaitFor([&] { return MetricValue(FetchMetrics(port), "tokenwire_streams_created_total") == 10; }));
+    ASSERT_TRUE(WaitUntil([&] { return MetricValue(FetchMetrics(port), "tokenwire_streams_created_total") == 10; }));
     c.Close();
   }
   // n = 3, choice 0 deleted: the others cancelled as its siblings.
@@ -121,7 +114,7 @@ TEST(MetricIdentities, HoldAtRestAfterEveryKindOfEnding) {
 
   // At rest: every stream ended and forgotten (retention 0.3 s).
   std::string m;
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(WaitUntil([&] {
     m = FetchMetrics(port);
     return MetricValue(m, "tokenwire_registered_streams") == 0;
   })) << m;

@@ -243,12 +243,19 @@ TEST(Signals, AStderrNobodyReadsDoesNotHoldTheExit) {
   }
   // The logger's thread fills the pipe behind the requests: wait until it
   // has (a sanitizer build writes slowly), so the drain starts on a full one.
-  int avail = 0;
+  // Full: over half its 64 KiB and no byte more for 60 polls in a row (how
+  // many bytes fit depends on how the writes fell into the pipe's pages:
+  // 57 KB was seen full under ThreadSanitizer; 3000 lines are ~450 KB).
+  int avail = 0, last = -1, still = 0;
   const auto fill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (::ioctl(p[0], FIONREAD, &avail) == 0 && avail < 60000 && std::chrono::steady_clock::now() < fill_deadline) {
+  while (::ioctl(p[0], FIONREAD, &avail) == 0 && std::chrono::steady_clock::now() < fill_deadline) {
+    still = avail == last ? still + 1 : 0;
+    last = avail;
+    if (avail >= 32768 && still >= 60) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_GE(avail, 60000) << "the pipe is not full: test too weak";
+  ASSERT_GE(avail, 32768) << "the pipe is not full: test too weak";
+  ASSERT_GE(still, 60) << "the pipe is still filling: test too weak";
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
   int signal = 0;
