@@ -118,7 +118,7 @@ Status App::Init(bool watch_signals) {
     config_.prep_threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 4);
   }
   prep_ = std::make_unique<net::WorkerPool>(&loop_, static_cast<int>(config_.prep_threads),
-                                            static_cast<size_t>(config_.max_prep_queue));
+                                            static_cast<size_t>(config_.max_prep_queue), kLargePrepBytes);
 
   m_ttft_ = metrics_.AddHistogram("time_to_first_token_seconds",
                                   "Time from request arrival to its first generated token.",
@@ -390,7 +390,7 @@ std::shared_ptr<stream::Stream> App::Launch(service::ParsedGeneration g, ApiErro
   return s;
 }
 
-void App::Prepare(http::Responder r, Parse parse, Use use, Refuse refuse) {
+void App::Prepare(http::Responder r, size_t cost, Parse parse, Use use, Refuse refuse) {
   struct Prepared {
     ApiError error;
     bool ok = false;
@@ -415,7 +415,8 @@ void App::Prepare(http::Responder r, Parse parse, Use use, Refuse refuse) {
                                 } else {
                                   refuse(r, p->error);
                                 }
-                              });
+                              },
+                              cost);
   if (!queued) refuse(keep, PrepOverloaded());
 }
 

@@ -71,7 +71,7 @@ class App : public service::Service {
 
   // service::Service: what the protocols' handlers use.
   const service::ServiceInfo& info() const override { return info_; }
-  void Prepare(http::Responder r, Parse parse, Use use, Refuse refuse) override;
+  void Prepare(http::Responder r, size_t cost, Parse parse, Use use, Refuse refuse) override;
   std::shared_ptr<stream::Stream> Launch(service::ParsedGeneration g, ApiError* why) override;
   stream::StreamHub* hub() override { return hub_.get(); }
   net::EventLoop* loop() override { return &loop_; }
@@ -110,7 +110,7 @@ class App : public service::Service {
                          ws::GenerationStarted then);
   // A JSON body computed off the loop by `make(body*, error*) -> bool`, sent
   // as 200 application/json (or the error in our envelope).
-  void AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiError*)> make);
+  void AnswerOffLoop(http::Responder r, size_t cost, std::function<bool(std::string*, ApiError*)> make);
   void AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after);
   // POST /v1/generate: the whole stream collected into one answer.
   void CollectGeneration(const std::shared_ptr<stream::Stream>& s, http::Responder r);
@@ -118,6 +118,9 @@ class App : public service::Service {
   void SendError(http::Responder& r, const ApiError& e);
 
   static ApiError PrepOverloaded();
+  // A body of at least this many bytes is a large prep job: small ones are
+  // prepared before it (net::WorkerPool; docs/DECISIONS.md).
+  static constexpr size_t kLargePrepBytes = 64 << 10;
   // 503 shutting_down with Retry-After: new work while draining.
   static ApiError Draining();
 

@@ -33,9 +33,9 @@ ApiError UnknownStream(const std::string& id) {
 
 }  // namespace
 
-void App::AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiError*)> make) {
+void App::AnswerOffLoop(http::Responder r, size_t cost, std::function<bool(std::string*, ApiError*)> make) {
   service::PrepareAs<std::string>(
-      this, std::move(r), std::move(make),
+      this, std::move(r), cost, std::move(make),
       [this](std::string& body, http::Responder r) {
         r.Send(200, "application/json", std::move(body), info_.extra_headers);
       },
@@ -44,7 +44,7 @@ void App::AnswerOffLoop(http::Responder r, std::function<bool(std::string*, ApiE
 
 void App::StartGeneration(const http::Request& req, http::Responder r, Launched then) {
   service::PrepareAs<service::ParsedGeneration>(
-      this, std::move(r),
+      this, std::move(r), req.body.size(),
       [this, body = req.body](service::ParsedGeneration* g, ApiError* why) {
         return service::ParseGenerationRequest(body, tokenizer_, info_.bounds, info_.default_policy, g, why);
       },
@@ -212,7 +212,7 @@ void App::HandleDelete(const http::Request&, http::Responder r) {
 }
 
 void App::HandleTokenize(const http::Request& req, http::Responder r) {
-  AnswerOffLoop(std::move(r), [this, body = req.body](std::string* out, ApiError* err) {
+  AnswerOffLoop(std::move(r), req.body.size(), [this, body = req.body](std::string* out, ApiError* err) {
     json::Value v;
     if (!service::ParseRequestBody(body, info_.bounds, &v, err)) return false;
     const json::Value* text = v.Find("text");
@@ -235,7 +235,7 @@ void App::HandleTokenize(const http::Request& req, http::Responder r) {
 }
 
 void App::HandleDetokenize(const http::Request& req, http::Responder r) {
-  AnswerOffLoop(std::move(r), [this, body = req.body](std::string* out, ApiError* err) {
+  AnswerOffLoop(std::move(r), req.body.size(), [this, body = req.body](std::string* out, ApiError* err) {
     json::Value v;
     if (!service::ParseRequestBody(body, info_.bounds, &v, err)) return false;
     const json::Value* toks = v.Find("tokens");

@@ -4,8 +4,13 @@
 //
 // Submit(work, done): `work` runs on one of the pool's threads; `done` then
 // runs on the loop thread (EventLoop::Post), where it may touch loop-owned
-// state (answer a request, create a stream). Jobs start in submission order
-// (with one thread they also finish in it). The queue is bounded: Submit
+// state (answer a request, create a stream). Each job has a cost (the bytes
+// it works through); a job of at least `large_cost` is large. Small jobs
+// start in submission order before any large one, so a request of a few
+// bytes never waits behind megabytes of others' bodies (only behind jobs
+// already running); large jobs start in their order, and one that has been
+// passed over kMaxLargeSkips times goes next, so a steady stream of small
+// jobs cannot starve them either. The queue is bounded: Submit
 // refuses (returns false, nothing runs) while `max_queued` jobs wait, and
 // the caller answers 503 overloaded.
 //
@@ -19,6 +24,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <thread>
@@ -31,12 +37,14 @@ namespace tw::net {
 
 class WorkerPool {
  public:
-  WorkerPool(EventLoop* loop, int threads, size_t max_queued);
+  static constexpr int kMaxLargeSkips = 8;
+
+  WorkerPool(EventLoop* loop, int threads, size_t max_queued, size_t large_cost = SIZE_MAX);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  bool Submit(std::function<void()> work, std::function<void()> done);
+  bool Submit(std::function<void()> work, std::function<void()> done, size_t cost = 0);
   void Stop();
   size_t queued() const;  // waiting, not yet started (THREAD-SAFE)
   size_t running() const;  // being worked on now (THREAD-SAFE)
@@ -50,9 +58,12 @@ class WorkerPool {
 
   EventLoop* loop_;
   const size_t max_queued_;
+  const size_t large_cost_;
   mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_ TW_GUARDED_BY(mu_);
+  std::deque<Job> small_ TW_GUARDED_BY(mu_);
+  std::deque<Job> large_ TW_GUARDED_BY(mu_);
+  int large_skips_ TW_GUARDED_BY(mu_) = 0;  // small jobs started while large_ waited
   bool stopping_ TW_GUARDED_BY(mu_) = false;
   size_t running_ TW_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;

@@ -29,7 +29,7 @@ void OpenAiEndpoints::Refuse(http::Responder& r, const ApiError& e) {
 void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responder r) {
   // Parsed and tokenized on a prep thread, launched on the loop.
   service::PrepareAs<CompletionRequest>(
-      service_, std::move(r),
+      service_, std::move(r), req.body.size(),
       [this, body = req.body](CompletionRequest* c, ApiError* err) {
         const service::ServiceInfo& info = service_->info();
         return ParseCompletionRequest(body, *info.tokenizer, info.bounds, info.model, c, err);
@@ -50,7 +50,7 @@ void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responde
 
 void OpenAiEndpoints::HandleChatCompletions(const http::Request& req, http::Responder r) {
   service::PrepareAs<ChatRequest>(
-      service_, std::move(r),
+      service_, std::move(r), req.body.size(),
       [this, body = req.body](ChatRequest* c, ApiError* err) {
         const service::ServiceInfo& info = service_->info();
         return ParseChatRequest(body, *info.tokenizer, info.bounds, info.model, chat_template_, c, err);

@@ -59,9 +59,11 @@ class Service {
   virtual const ServiceInfo& info() const = 0;
 
   // Runs `parse` on a prep thread; then, on the loop and unless the client
-  // has left, `use` (parsed) or `refuse` (not). With --max-prep-queue
-  // requests already waiting, refuses at once (503 overloaded).
-  virtual void Prepare(http::Responder r, Parse parse, Use use, Refuse refuse) = 0;
+  // has left, `use` (parsed) or `refuse` (not). `cost`: the bytes parse
+  // works through (the body): small requests go before large ones waiting
+  // (net::WorkerPool). With --max-prep-queue requests already waiting,
+  // refuses at once (503 overloaded).
+  virtual void Prepare(http::Responder r, size_t cost, Parse parse, Use use, Refuse refuse) = 0;
 
   // Creates a stream for `g`, appends its `start` event and submits it to
   // the backend. On a refusal returns null with *why filled, before any
@@ -80,10 +82,10 @@ class Service {
 // Prepare with a typed result: `parse(T*, ApiError*) -> bool` on a prep
 // thread, then `use(T&, http::Responder)` on the loop.
 template <class T, class ParseT, class UseT>
-void PrepareAs(Service* s, http::Responder r, ParseT parse, UseT use, Service::Refuse refuse) {
+void PrepareAs(Service* s, http::Responder r, size_t cost, ParseT parse, UseT use, Service::Refuse refuse) {
   auto value = std::make_shared<T>();
   s->Prepare(
-      std::move(r), [value, parse = std::move(parse)](ApiError* err) { return parse(value.get(), err); },
+      std::move(r), cost, [value, parse = std::move(parse)](ApiError* err) { return parse(value.get(), err); },
       [value, use = std::move(use)](http::Responder r) mutable { use(*value, std::move(r)); },
       std::move(refuse));
 }

@@ -182,58 +182,5 @@ TEST(AbandonedRequest, OneFailedChoiceCancelsItsSiblingsAtOnce) {
   EXPECT_NE(m.find("tokenwire_linger_cancels_total 0\n"), std::string::npos) << m;
 }
 
-// Requests whose clients left while they waited for the one prep thread
-// are never parsed: 30 bodies of 1 MB to tokenize, queued together, then
-// every client gone. The first may already be running when its client
-// leaves; the thread skips nearly all of the others (before, it tokenized every one,
-// and a new stream waited behind them all). A stream asked for next starts.
-TEST(AbandonedRequest, WaitingForAPrepThreadIsSkipped) {
-  ServerChild server({"--backend", "mock", "--prep-threads", "1", "--max-body-bytes", "2097152"});
-  ASSERT_NE(server.port(), 0) << server.Log();
-  // Words of random letters (a fixed seed): tokenizing a megabyte of them
-  // takes a prep thread a while, unlike a repeated word.
-  std::string text;
-  uint64_t x = 88172645463325252ull;
-  while (text.size() < (1u << 20)) {
-    text += ' ';
-    for (int n = 3 + static_cast<int>(x % 7); n > 0; --n) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      text += static_cast<char>('a' + x % 26);
-    }
-  }
-  const std::string body = "{\"text\":\"" + text + "\"}";
-  const std::string request = "POST /v1/tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
-  // Every request whole but its last byte; then the last bytes, one after
-  // the other (30 requests queue for the thread within moments); then every
-  // client leaves.
-  constexpr int kRequests = 30;
-  std::vector<std::unique_ptr<client::HttpClient>> clients;
-  for (int i = 0; i < kRequests; ++i) {
-    clients.push_back(std::make_unique<client::HttpClient>());
-    ASSERT_TRUE(clients.back()->Connect(server.port()).ok());
-    ASSERT_TRUE(clients.back()->SendRaw(std::string_view(request).substr(0, request.size() - 1)).ok());
-  }
-  for (auto& c : clients) ASSERT_TRUE(c->SendRaw(std::string_view(request).substr(request.size() - 1)).ok());
-  for (auto& c : clients) c->Close();
-  auto prep_idle = [&] {
-    client::Response st;
-    client::Request req;
-    req.target = "/stats";
-    return client::Fetch(server.port(), req, &st).ok() &&
-           st.body.find("\"prep\":{\"queued\":0,\"running\":0}") != std::string::npos;
-  };
-  ASSERT_TRUE(WaitUntil([&] {
-    return MetricValue(Metrics(server.port()), "tokenwire_prep_skipped_total") >= kRequests - 5 && prep_idle();
-  })) << Metrics(server.port());
-  EXPECT_LE(MetricValue(Metrics(server.port()), "tokenwire_prep_skipped_total"), kRequests);
-  client::SseClient s;
-  ASSERT_TRUE(s.Connect(server.port()).ok());
-  ASSERT_TRUE(s.Post("/v1/stream", R"({"prompt":"Hello","max_new_tokens":2})").ok());
-  EXPECT_TRUE(s.is_event_stream());
-}
-
 }  // namespace
 }  // namespace tw

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "stream/loop_fixture.h"
 
 namespace tw::net {
@@ -116,6 +117,54 @@ TEST(WorkerPool, TheQueueIsBoundedAndStopDropsWhatHasNotStarted) {
   EXPECT_FALSE(submit()) << "a stopped pool takes nothing";
   lt.Call([] { return 0; });  // the posted done of the job that ran has run
   EXPECT_EQ(dones.load(), 1);
+}
+
+// Jobs queued behind a busy worker, in the order they start: the small
+// ones (cost under large_cost) before the large ones, each kind in its
+// submission order; and a large one passed over kMaxLargeSkips times starts
+// next, however many small ones wait.
+std::vector<int> StartOrder(const std::vector<std::pair<int, size_t>>& jobs) {
+  LoopThread lt;
+  WorkerPool pool(lt.loop(), 1, 64, /*large_cost=*/1000);
+  Gate gate;
+  Mutex mu;
+  std::vector<int> order;
+  EXPECT_TRUE(lt.Call([&] { return pool.Submit([&] { gate.Wait(); }, [] {}); }));
+  EXPECT_TRUE(WaitFor([&] { return pool.running() == 1; }));
+  for (const auto& [id, cost] : jobs) {
+    const int n = id;
+    EXPECT_TRUE(lt.Call([&] {
+      return pool.Submit(
+          [&, n] {
+            MutexLock lock(mu);
+            order.push_back(n);
+          },
+          [] {}, cost);
+    }));
+  }
+  gate.Open();
+  EXPECT_TRUE(WaitFor([&] {
+    MutexLock lock(mu);
+    return order.size() == jobs.size();
+  }));
+  MutexLock lock(mu);
+  return order;
+}
+
+TEST(WorkerPool, SmallJobsStartBeforeLargeOnesWaiting) {
+  // Ids: large 1-3 (a megabyte each), small 10-11.
+  EXPECT_EQ(StartOrder({{1, 1 << 20}, {2, 1 << 20}, {10, 10}, {3, 1000}, {11, 999}}),
+            (std::vector<int>{10, 11, 1, 2, 3}));
+}
+
+TEST(WorkerPool, ALargeJobIsPassedOverAtMostMaxLargeSkipsTimes) {
+  std::vector<std::pair<int, size_t>> jobs = {{1, 1 << 20}};
+  for (int i = 0; i < 20; i++) jobs.push_back({100 + i, 10});
+  std::vector<int> expected;
+  for (int i = 0; i < WorkerPool::kMaxLargeSkips; i++) expected.push_back(100 + i);
+  expected.push_back(1);
+  for (int i = WorkerPool::kMaxLargeSkips; i < 20; i++) expected.push_back(100 + i);
+  EXPECT_EQ(StartOrder(jobs), expected);
 }
 
 }  // namespace
