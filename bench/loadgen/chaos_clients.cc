@@ -1,6 +1,7 @@
 #include "loadgen/chaos_clients.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -49,6 +50,12 @@ std::string PostRequest(uint16_t port, const std::string& target, const std::str
   return "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
          (close ? "Connection: close\r\n" : "") + "\r\n" + body;
+}
+
+std::string Quoted(const std::string& s) {
+  std::string q;
+  json::AppendQuoted(&q, s);
+  return q;
 }
 
 std::string GetKeepAlive(uint16_t port, const std::string& target) {
@@ -408,6 +415,160 @@ class SilentActor : public Actor, public Handler {
   std::string ended_by_peer_;
 };
 
+// The start of Judge for a client of one request: hung, or refused with a
+// 503 (its slot backs off); true when that judged it. Counts it as ended.
+bool JudgedHungOrRefused(Actor* a, int status, Tally* t, bool hung) {
+  if (hung) {
+    JudgeHung(a->kind, t);
+    return true;
+  }
+  KindTally& k = t->kinds[a->kind];
+  k.ended++;
+  if (status != 503) return false;
+  a->refused = true;
+  k.refused++;
+  k.endings["refused (503)"]++;
+  return true;
+}
+
+// A large answer (a tokenized text) on a connection that closes after it
+// (Connection: close, or HTTP/1.0), read slowly: 20 ms of reading, 60 ms of
+// none, through a 4 KB receive buffer. It must arrive whole and end with a
+// clean close (the server keeps sending while the client reads; before, a
+// fixed 2 s linger cut such answers short with a FIN).
+class SlowReadActor : public Actor, public Handler {
+ public:
+  SlowReadActor(std::string kind, Engine* e, std::string request)
+      : Actor(std::move(kind)), engine_(e), request_(std::move(request)) {}
+  void Start() override {
+    ConnOptions co;
+    co.rcvbuf_bytes = 4096;
+    conn_ = engine_->Open(std::move(request_), this, 0, co);
+    engine_->At(NowUs() + 20000, [this] { Toggle(); });
+  }
+  bool Over() const override { return over_; }
+  void OnHead(Conn*, const client::ResponseHead& head) override {
+    status_ = head.status;
+    const std::string* cl = head.Find("Content-Length");
+    length_ = cl ? std::strtoll(cl->c_str(), nullptr, 10) : -1;
+  }
+  void OnBody(Conn*, std::string_view bytes) override {
+    got_ += static_cast<int64_t>(bytes.size());
+    last_ = bytes.empty() ? last_ : bytes.back();
+  }
+  void OnEnd(Conn*, bool complete, const Status& why) override {
+    over_ = true;
+    conn_ = nullptr;
+    complete_ = complete;
+    why_ = why.message();
+  }
+  void Judge(Tally* t, bool hung) override {
+    if (JudgedHungOrRefused(this, status_, t, hung)) return;
+    KindTally& k = t->kinds[kind];
+    if (status_ == 200 && complete_ && got_ == length_ && last_ == '}') {
+      k.endings["whole answer, then the close"]++;
+      return;
+    }
+    k.endings["cut short"]++;
+    t->Unexpected(&k, kind, "HTTP " + std::to_string(status_) + ", " + std::to_string(got_) + " of " +
+                                std::to_string(length_) + " bytes (" + (complete_ ? "complete" : why_) + ")");
+  }
+
+ private:
+  void Toggle() {
+    if (over_ || conn_ == nullptr) return;
+    if (reading_) {
+      engine_->StopReading(conn_);
+    } else {
+      engine_->ResumeReading(conn_);
+    }
+    reading_ = !reading_;
+    engine_->At(NowUs() + (reading_ ? 20000 : 60000), [this] { Toggle(); });
+  }
+
+  Engine* engine_;
+  std::string request_;
+  Conn* conn_ = nullptr;
+  bool reading_ = true;
+  bool over_ = false, complete_ = false;
+  int status_ = 0;
+  int64_t length_ = -1, got_ = 0;
+  char last_ = 0;
+  std::string why_;
+};
+
+// An OpenAI streamed completion with n = 3; after its first chunk, DELETE
+// on its first choice (X-Stream-Id). The response must end with that
+// choice's error and [DONE] (the server cancels the other two at once:
+// sibling_cancels, checked at the end), unless every choice finished first.
+class ChoicesActor : public Actor, public Handler {
+ public:
+  ChoicesActor(Engine* e, uint16_t port, std::string request)
+      : Actor("n = 3, first choice deleted"), engine_(e), port_(port), request_(std::move(request)) {}
+  void Start() override {
+    ConnOptions co;
+    co.rcvbuf_bytes = 1 << 20;  // a reader that keeps up: its window never holds the server back
+    engine_->Open(std::move(request_), this, 0, co);
+  }
+  bool Over() const override { return over_ && (!delete_sent_ || delete_.done); }
+  void OnHead(Conn*, const client::ResponseHead& head) override {
+    status_ = head.status;
+    const std::string* id = head.Find("X-Stream-Id");
+    if (id != nullptr) id_ = *id;
+  }
+  void OnBody(Conn*, std::string_view bytes) override {
+    body_.append(bytes);
+    if (!delete_sent_ && status_ == 200 && !id_.empty() && body_.find("data: {") != std::string::npos) {
+      delete_sent_ = true;
+      engine_->Open("DELETE /v1/streams/" + id_ + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+                        "\r\nConnection: close\r\n\r\n",
+                    &delete_, 0);
+    }
+  }
+  void OnEnd(Conn*, bool complete, const Status& why) override {
+    over_ = true;
+    complete_ = complete;
+    why_ = why.message();
+  }
+  void Judge(Tally* t, bool hung) override {
+    if (JudgedHungOrRefused(this, status_, t, hung)) return;
+    KindTally& k = t->kinds[kind];
+    const bool done = body_.size() >= 14 && body_.compare(body_.size() - 14, 14, "data: [DONE]\n\n") == 0;
+    const bool cancelled = body_.find("\"code\":\"cancelled\"") != std::string::npos;
+    if (status_ == 200 && complete_ && done && delete_sent_ && delete_.status == 204) {
+      // slow_client: the three choices' chunks share one connection under
+      // this server's tight bounds (--subscriber-lag 8, 4 KB of output),
+      // and the response may end so before the DELETE lands.
+      const bool slow = body_.find("\"code\":\"slow_client\"") != std::string::npos;
+      k.endings[cancelled ? "error (cancelled), then [DONE]"
+                : slow    ? "error (slow_client), then [DONE]"
+                          : "finished before the DELETE"]++;
+      return;
+    }
+    k.endings["wrong ending"]++;
+    t->Unexpected(&k, kind, "HTTP " + std::to_string(status_) + (complete_ ? "" : " (" + why_ + ")") +
+                                (done ? "" : ", no [DONE] at the end") + ", DELETE " +
+                                std::to_string(delete_.status));
+  }
+
+ private:
+  struct DeleteHandler : Handler {
+    void OnHead(Conn*, const client::ResponseHead& head) override { status = head.status; }
+    void OnBody(Conn*, std::string_view) override {}
+    void OnEnd(Conn*, bool, const Status&) override { done = true; }
+    int status = 0;
+    bool done = false;
+  };
+
+  Engine* engine_;
+  uint16_t port_;
+  std::string request_;
+  DeleteHandler delete_;
+  int status_ = 0;
+  std::string id_, body_, why_;
+  bool delete_sent_ = false, over_ = false, complete_ = false;
+};
+
 // One request with a large or malformed body and the answer it must get.
 class BodyActor : public Actor {
  public:
@@ -569,7 +730,8 @@ void MainSide::Begin(double load_end_us) {
   load_end_us_ = load_end_us;
   const std::pair<Slot, int> plan[] = {{Slot::kClean, 4},     {Slot::kDrops, 4},     {Slot::kDelete, 2},
                                        {Slot::kStall, 3},     {Slot::kPipelined, 1}, {Slot::kNeverRead, 2},
-                                       {Slot::kLargeBody, 1}};
+                                       {Slot::kLargeBody, 1}, {Slot::kAbandon, 2},  {Slot::kCloseReader, 1},
+                                       {Slot::kChoices, 1}};
   for (const auto& [slot, count] : plan) {
     for (int i = 0; i < count; ++i) {
       slots_.push_back(slot);
@@ -637,7 +799,10 @@ void MainSide::Spawn(size_t i) {
     case Slot::kClean: {
       int n = PickLength(rng_, spec);
       sc.body = SpecBody(spec, n);
-      a = std::make_unique<SseActor>("sse clean", engine_, port_, sc, &spec, n, End::kComplete, tag);
+      const bool logprobs = nth % 4 == 3;  // the same tokens, with 5 alternatives each
+      if (logprobs) sc.body.insert(sc.body.size() - 1, ",\"logprobs\":5");
+      a = std::make_unique<SseActor>(logprobs ? "sse clean, logprobs" : "sse clean", engine_, port_, sc, &spec, n,
+                                     End::kComplete, tag);
       break;
     }
     case Slot::kDrops: {
@@ -708,6 +873,42 @@ void MainSide::Spawn(size_t i) {
     case Slot::kLargeBody:
       a = LargeBody(nth, spec);
       break;
+    case Slot::kAbandon: {
+      // Its client leaves 0-400 ms after sending, queued or running: the
+      // server cancels it at the close (client_gone_cancels, checked at the
+      // end). generate, completions and chat in turn.
+      std::string target = "/v1/generate", body = SpecBody(spec, spec.max_new());
+      if (nth % 3 == 1) {
+        target = "/v1/completions";
+        body = "{\"model\":" + Quoted(model_) + ",\"prompt\":\"Hello\",\"max_tokens\":100,\"seed\":" +
+               std::to_string(nth) + "}";
+      } else if (nth % 3 == 2) {
+        target = "/v1/chat/completions";
+        body = "{\"model\":" + Quoted(model_) +
+               ",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":100}";
+      }
+      a = std::make_unique<SilentActor>("abandoned: " + target, engine_, PostRequest(port_, target, body, false), 1,
+                                        Pick(rng_, 0, 400), Pick(rng_, 0, 1) == 1);
+      break;
+    }
+    case Slot::kCloseReader: {
+      std::string text;
+      while (text.size() < kMaxBodyBytes / 2) text += text_;
+      std::string body = "{\"text\":" + Quoted(text) + "}";
+      const bool http10 = nth % 2 == 1;
+      std::string req = PostRequest(port_, "/v1/tokenize", body, /*close=*/!http10);
+      if (http10) req.replace(req.find("HTTP/1.1"), 8, "HTTP/1.0");
+      a = std::make_unique<SlowReadActor>(http10 ? "slow reader: HTTP/1.0 answer" : "slow reader: Connection: close",
+                                          engine_, std::move(req));
+      break;
+    }
+    case Slot::kChoices: {
+      std::string body = "{\"model\":" + Quoted(model_) +
+                         ",\"prompt\":\"Hello\",\"n\":3,\"stream\":true,\"max_tokens\":100,\"seed\":" +
+                         std::to_string(nth) + "}";
+      a = std::make_unique<ChoicesActor>(engine_, port_, PostRequest(port_, "/v1/completions", body, false));
+      break;
+    }
   }
   tally.kinds[a->kind].started++;
   active_[i] = std::move(a);

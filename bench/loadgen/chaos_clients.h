@@ -9,9 +9,13 @@
 // with no event id skipped or seen twice, and it must end the way its kind
 // allows (refusals with 503 overloaded are counted apart, not verified).
 //
-// MainSide runs the HTTP clients on one Engine: SSE streams (clean, dropped
-// and resumed, deleted, stalled under each policy), pipelined requests,
-// clients that never read, large bodies. RunWebSocketSide runs WebSocket
+// MainSide runs the HTTP clients on one Engine: SSE streams (clean, a
+// quarter with logprobs; dropped and resumed, deleted, stalled under each
+// policy), pipelined requests, clients that never read, large bodies,
+// non-streamed requests whose clients leave (queued or running, on every
+// such endpoint), slow readers of large answers on connections that close
+// after them (Connection: close, HTTP/1.0), and n-choice streams whose first
+// choice is deleted. RunWebSocketSide runs WebSocket
 // streams (dropped and resumed) on a WsEngine of its own. Each keeps every
 // one of its client slots busy until the load ends: when a client ends, it
 // is judged and the slot starts the next one (0.1-1 s later if it was
@@ -86,7 +90,9 @@ class Actor;
 
 // The HTTP clients on one Engine. Slots: 4 clean SSE streams, 4 dropped and
 // resumed (one in five leaves for good instead), 2 deleted, 3 stalled (the
-// three policies in turn), 1 pipelined, 2 that never read, 1 large body.
+// three policies in turn), 1 pipelined, 2 that never read, 1 large body,
+// 2 abandoned non-streamed requests, 1 slow reader of a closing answer,
+// 1 n-choice stream with a failed choice.
 class MainSide {
  public:
   // `text` is tokenized by the pipelined clients; `text_tokens` is its
@@ -105,7 +111,7 @@ class MainSide {
   Tally tally;
 
  private:
-  enum class Slot { kClean, kDrops, kDelete, kStall, kPipelined, kNeverRead, kLargeBody };
+  enum class Slot { kClean, kDrops, kDelete, kStall, kPipelined, kNeverRead, kLargeBody, kAbandon, kCloseReader, kChoices };
   void Reap();
   void Spawn(size_t i);
   std::unique_ptr<Actor> LargeBody(uint64_t nth, const Spec& spec);

@@ -8,14 +8,19 @@
 //    quarter of them also at half length, which must be a prefix.
 // 2. Load: MainSide's HTTP clients on this thread (SSE streams clean, with
 //    FIN/RST drops and Last-Event-ID resumes, DELETEd, stalled under each
-//    policy; pipelined requests; clients that never read; large bodies) and
-//    WebSocket streams with drops and resumes on a second thread, every
+//    policy, a quarter of the clean ones with logprobs; pipelined requests;
+//    clients that never read; large bodies; non-streamed answers abandoned;
+//    slow readers of answers on closing connections; n-choice streams with a
+//    deleted choice) and WebSocket streams with drops and resumes on a second thread, every
 //    slot busy the whole time. Each second: the server's VmRSS and whether it
 //    is the same live process (/proc), and GET /stats.
 // 3. Drain: no new client; the running ones end (at most kDrainS).
 // 4. Drift: every Spec generated again: the same tokens as in step 1.
 // 5. End state: /stats polled until everything is back at rest (at most
-//    kSettlePolls polls), then /metrics; SIGTERM and the exit status.
+//    kSettlePolls polls), then /metrics and the server's log.
+// 6. Stop: nobody reads the server's stderr any more (the pipe and the log
+//    queue fill with 8,000 requests' records), then SIGHUP; the exit status
+//    and how long the exit took.
 //
 // Checks (each pass/fail in the report; the scenario returns an error — the
 // loadgen exits 1 — when one fails): tokens lost, duplicated, skipped or
@@ -27,12 +32,20 @@
 // releases = admitted, no double release, one connection open (the poll's
 // own); RSS flat: the median over the last 15 s of the load (full: 60 s) at
 // most kRssBound x the first 15 s's (60 s); the server the same process
-// (PID and start time) and alive at every sample, and exit status 0.
+// (PID and start time) and alive at every sample (SIGUSR1/USR2/ALRM sent in
+// turn every 7 s, each logged as ignored), and exit status 0 after SIGHUP;
+// the metrics' identities (DESIGN.md §8: tokens generated = delivered +
+// never delivered, cancels by cause = streams finished cancelled, streams
+// created = finished); bytes never sent = the access log's `unsent`, resets
+// = its outcome=reset records; abandoned answers and failed choices' siblings
+// cancelled at once (each ≥ 1).
 //
 // Thread: main, plus the WebSocket side's thread (it only reads the Specs;
 // its tally is merged after it is joined). Memory: chaos_clients.h's, and
 // one sample per second.
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cmath>
@@ -77,6 +90,8 @@ constexpr int kRetainMs = 3000;
 constexpr double kRssBound = 1.10;   // RSS: median of the last window / median of the first
 constexpr double kDrainS = 60;       // after the load: longest wait for the clients still running
 constexpr int kWsSlots = 3;          // WebSocket streams at once
+constexpr int kDrainMs = 10000;       // the server's --drain-ms (its default)
+constexpr int kLogExitFlushMs = 1000; // the server's --log-exit-flush-ms (its default)
 constexpr int kSettlePollMs = 200;   // end state: one /stats poll every this long...
 constexpr int kSettlePolls = (kLingerMs + kRetainMs + 10000) / kSettlePollMs;  // ...at most this many
 
@@ -97,7 +112,8 @@ std::vector<std::string> ServerArgs() {
           "--retain-ms", std::to_string(kRetainMs),
           "--heartbeat-ms", "500",
           "--header-timeout-ms", "1000",         // half a request head gets its 408 while it is held
-          "--resume-window", "256"};             // > the 129 events of the longest stream
+          "--resume-window", "256",              // > the 129 events of the longest stream
+          "--log-buffer-bytes", "262144"};       // BlockStderr's 8,000 records overflow it (the load's never do)
 }
 
 // ---- 1. The reference ----------------------------------------------------------
@@ -270,6 +286,13 @@ class Sampler {
     s.alive = SameAndAlive(server_->pid(), start_time_);
     not_alive += !s.alive;
     samples.push_back(s);
+    // Every 7 s a signal the server logs and ignores, in turn: it must stay
+    // the same live process (checked above) and log each one.
+    if (samples.size() % 7 == 0 && s.alive) {
+      static const int kSignals[] = {SIGUSR1, SIGUSR2, SIGALRM};
+      ::kill(server_->pid(), kSignals[(samples.size() / 7) % 3]);
+      signals_sent++;
+    }
     if (inflight_ && inflight_->done_us == 0) {
       stats_missed++;
     } else {
@@ -287,7 +310,7 @@ class Sampler {
   }
 
   std::vector<Sample> samples;
-  uint64_t not_alive = 0, stats_missed = 0;
+  uint64_t not_alive = 0, stats_missed = 0, signals_sent = 0;
 
  private:
   Engine* engine_;
@@ -304,6 +327,9 @@ class Sampler {
 struct LogSummary {
   std::map<std::string, uint64_t> levels;
   std::vector<std::string> notable;
+  uint64_t signals_ignored = 0;   // "signal ... action=ignored" records
+  uint64_t unsent_bytes = 0;      // the access records' unsent= (bytes of answers that never left)
+  uint64_t reset_records = 0;     // access records with outcome=reset
 };
 
 LogSummary ReadServerLog(const std::string& path) {
@@ -316,6 +342,13 @@ LogSummary ReadServerLog(const std::string& path) {
     in >> when >> level >> event;
     if (level != "debug" && level != "info" && level != "warn" && level != "error") continue;
     out.levels[level]++;
+    if (event == "signal" && line.find("action=ignored") != std::string::npos) out.signals_ignored++;
+    if (event == "access") {
+      if (size_t at = line.find(" unsent="); at != std::string::npos) {
+        out.unsent_bytes += std::strtoull(line.c_str() + at + 8, nullptr, 10);
+      }
+      out.reset_records += line.find(" outcome=reset") != std::string::npos;
+    }
     if ((level == "error" || (level == "warn" && event != "access")) && out.notable.size() < 5) {
       out.notable.push_back(line.substr(0, 300));
     }
@@ -327,7 +360,7 @@ LogSummary ReadServerLog(const std::string& path) {
 
 struct LoadResult {
   std::vector<Sample> samples;
-  uint64_t not_alive = 0, stats_missed = 0;
+  uint64_t not_alive = 0, stats_missed = 0, signals_sent = 0;
   Tally tally;
   double drained_s = 0;  // from the end of the load to the last client's end
 };
@@ -371,6 +404,7 @@ Status RunLoad(const ServerProcess& server, const std::string& start_time, const
       out->samples = std::move(sampler.samples);
       out->not_alive = sampler.not_alive;
       out->stats_missed = sampler.stats_missed;
+      out->signals_sent = sampler.signals_sent;
     }
     ws_thread.join();
     if (!st.ok()) return st;
@@ -435,8 +469,45 @@ struct Outcome {  // what the checks read besides the load
   LogSummary log;
   bool same_process = false;
   int exit_status = -1;
+  // The stop with stderr blocked: bytes waiting in the full pipe, log lines
+  // the server had dropped, and how long the exit took.
+  int64_t pipe_bytes = -1;
+  double dropped_lines = 0, exit_ms = -1;
   double load_s = 0, window_s = 0;
 };
+
+// ---- 6. The stop with stderr blocked --------------------------------------------
+
+// Nobody reads the server's stderr any more: 8,000 requests' access records
+// (about 0.8 MB, past the 256 KB log queue and the pipe) fill both, then
+// the caller sends SIGHUP. The exit must not wait for the pipe (before,
+// such a stop never ended).
+void BlockStderr(ServerProcess* server, Outcome* x) {
+  server->PauseLogRelay();
+  client::HttpClient c;
+  if (c.Connect(server->port()).ok()) {
+    for (int i = 0; i < 8000; ++i) {
+      client::Request req;
+      req.target = "/healthz?pad=" + std::string(100, 'x');
+      client::Response resp;
+      if (!c.RoundTrip(req, &resp).ok()) break;
+    }
+  }
+  // Full: over half the pipe's 64 KiB and no byte more for 60 polls in a row.
+  int last = -1, still = 0;
+  for (int i = 0; i < 4000 && still < 60; ++i) {
+    const int now = server->PipeBytesWaiting();
+    still = now >= 32768 && now == last ? still + 1 : 0;
+    last = now;
+    ::usleep(5000);
+  }
+  x->pipe_bytes = last;
+  int status = 0;
+  std::string metrics;
+  if (HttpGet(server->port(), "/metrics", &status, &metrics).ok()) {
+    x->dropped_lines = MetricValue(metrics, "tokenwire_log_lines_dropped_total");
+  }
+}
 
 std::vector<Check> Checks(const Outcome& x) {
   const Tally& t = x.load->tally;
@@ -455,6 +526,28 @@ std::vector<Check> Checks(const Outcome& x) {
   const double rss_last = MedianRss(x.load->samples, x.load_s - x.window_s, x.load_s);
   const size_t n = x.load->samples.size();
   const std::string w = Fmt(x.window_s, 0);
+  // The metrics' identities at rest (DESIGN.md §8), over the server's life.
+  const double generated = metric("tokenwire_tokens_generated_total");
+  const double delivered = metric("tokenwire_tokens_delivered_total");
+  const double never = metric("tokenwire_tokens_never_delivered_total");
+  double cancels = 0;
+  for (const char* cause : {"stall", "linger", "delete", "client_gone", "sibling", "shutdown"}) {
+    cancels += metric(std::string("tokenwire_") + cause + "_cancels_total");
+  }
+  const std::string finished = "tokenwire_streams_finished_total{outcome=\"";
+  double ended = 0;
+  for (const char* outcome : {"length", "stop", "eos", "cancelled", "error"}) {
+    const double v = metric(finished + outcome + "\"}");
+    ended += std::isnan(v) ? 0 : v;
+  }
+  double cancelled = metric(finished + "cancelled\"}");
+  if (std::isnan(cancelled)) cancelled = 0;
+  const double created = metric("tokenwire_streams_created_total");
+  const double client_gone = delta("tokenwire_client_gone_cancels_total");
+  const double siblings = delta("tokenwire_sibling_cancels_total");
+  const double unsent = metric("tokenwire_http_unsent_bytes_total");
+  const double resets = metric("tokenwire_http_close_resets_total");
+  const double dropped_lines = metric("tokenwire_log_lines_dropped_total");
   return {
       {"tokens lost (verified streams and answers)", I(t.lost), "0", t.lost == 0},
       {"tokens duplicated", I(t.duplicated), "0", t.duplicated == 0},
@@ -472,6 +565,23 @@ std::vector<Check> Checks(const Outcome& x) {
        detaches >= 1 && pauses >= 1 && stall_cancels >= 1},
       {"cancels by linger (clients that left) / by DELETE", Fmt(linger_cancels, 0) + " / " + Fmt(delete_cancels, 0),
        "each ≥ 1", linger_cancels >= 1 && delete_cancels >= 1},
+      {"cancels at the close of an abandoned answer / of a failed choice's siblings",
+       Fmt(client_gone, 0) + " / " + Fmt(siblings, 0), "each ≥ 1", client_gone >= 1 && siblings >= 1},
+      {"end: tokens generated = delivered + never delivered", Fmt(generated, 0) + " = " + Fmt(delivered, 0) + " + " +
+       Fmt(never, 0), "equal", generated == delivered + never},
+      {"end: cancels by cause = streams finished cancelled; streams created = finished",
+       Fmt(cancels, 0) + " = " + Fmt(cancelled, 0) + "; " + Fmt(created, 0) + " = " + Fmt(ended, 0), "equal; equal",
+       cancels == cancelled && created == ended},
+      {"end: bytes never sent (/metrics) = the access log's unsent; resets = its outcome=reset records",
+       Fmt(unsent, 0) + " = " + I(static_cast<int64_t>(x.log.unsent_bytes)) + "; " + Fmt(resets, 0) + " = " +
+           I(static_cast<int64_t>(x.log.reset_records)) + " (log lines dropped: " + Fmt(dropped_lines, 0) + ")",
+       "equal; equal; 0 dropped",
+       dropped_lines == 0 && unsent == static_cast<double>(x.log.unsent_bytes) &&
+           resets == static_cast<double>(x.log.reset_records)},
+      {"signals SIGUSR1 / SIGUSR2 / SIGALRM sent in turn during the load, logged as ignored",
+       I(static_cast<int64_t>(x.load->signals_sent)) + " sent, " + I(static_cast<int64_t>(x.log.signals_ignored)) +
+           " logged",
+       "≥ 1, all logged", x.load->signals_sent >= 1 && x.log.signals_ignored == x.load->signals_sent},
       {"end: KV blocks in use (/stats, /metrics)", I(e.KvUsed()) + ", " + Fmt(kv_used, 0), "0, 0",
        e.KvUsed() == 0 && kv_used == 0},
       {"end: live / retained streams, subscribers (/stats); active streams (/metrics)",
@@ -497,7 +607,11 @@ std::vector<Check> Checks(const Outcome& x) {
        I(static_cast<int64_t>(n - x.load->not_alive)) + " / " + I(static_cast<int64_t>(n)) + "; " +
            (x.same_process ? "same at the end" : "NOT the same at the end"),
        "all; same", x.load->not_alive == 0 && x.same_process},
-      {"server exit status after SIGTERM", I(x.exit_status), "0", x.exit_status == 0},
+      {"stop with stderr blocked (a full pipe nobody reads): lines dropped; SIGHUP's exit status and time",
+       Fmt(x.dropped_lines, 0) + " dropped (" + I(x.pipe_bytes) + " bytes waiting in the pipe); exit " +
+           I(x.exit_status) + " in " + Fmt(x.exit_ms, 0) + " ms",
+       "≥ 1; 0 within --drain-ms + --log-exit-flush-ms (" + I(kDrainMs + kLogExitFlushMs) + " ms)",
+       x.dropped_lines >= 1 && x.exit_status == 0 && x.exit_ms >= 0 && x.exit_ms <= kDrainMs + kLogExitFlushMs},
   };
 }
 
@@ -597,6 +711,7 @@ Status Chaos(const Options& o) {
   x.load_s = o.full ? 600 : 60;
   x.window_s = o.full ? 60 : 15;
   ServerProcess server;
+  server.set_log_through_pipe(true);  // its stderr is blocked at the end (BlockStderr)
   if (Status st = StartServer(&server, o, ServerArgs()); !st.ok()) return st;
   const pid_t pid = server.pid();
   char state = '?';
@@ -626,7 +741,10 @@ Status Chaos(const Options& o) {
   x.same_process = server.pid() == pid && SameAndAlive(pid, start_time);
   x.log = ReadServerLog(server.log_path());
   const std::string server_command = server.command_line();
-  x.exit_status = server.Stop(15000);
+  BlockStderr(&server, &x);
+  const double stop_at = NowUs();
+  x.exit_status = server.Stop(kDrainMs + kLogExitFlushMs + 5000, SIGHUP);
+  x.exit_ms = (NowUs() - stop_at) / 1000.0;
 
   Report r;
   r.bench = "streams/chaos";
@@ -666,7 +784,14 @@ Status Chaos(const Options& o) {
       "the three policies in turn (3, on their own thread); seven pipelined requests on one connection (1); clients "
       "that never read — a stream, 64 pipelined GET /metrics, half a request head — held 0.5-3 s, then FIN or RST "
       "(2); large bodies near and past --max-body-bytes (Content-Length and chunked), a prompt past the context, "
-      "JSON past the depth bound (1). max_new_tokens: a third each 1-16, 17-64 and 65 to 128 minus the prompt.");
+      "JSON past the depth bound (1); non-streamed /v1/generate, /v1/completions and /v1/chat/completions in turn "
+      "whose clients leave 0-400 ms after sending, queued or running, by FIN or RST (2); a ~64 KB answer of "
+      "/v1/tokenize on a connection that closes after it (Connection: close and HTTP/1.0 in turn) read 20 ms in "
+      "every 80 through a 4 KB receive buffer (1); an OpenAI streamed completion with n = 3 whose first choice is "
+      "DELETEd after the first chunk (1). A quarter of the clean SSE streams ask for logprobs (5). Every 7 s the "
+      "server gets SIGUSR1, SIGUSR2 or SIGALRM in turn. At the end nobody reads its stderr (a pipe the load "
+      "generator stops reading), 8,000 requests fill the pipe and the 256 KB log queue, and it is stopped with "
+      "SIGHUP. max_new_tokens: a third each 1-16, 17-64 and 65 to 128 minus the prompt.");
   r.notes.push_back(
       "Reference: " + std::to_string(kSpecs) + " generations (1-8 random prompt token ids, a seed, greedy or "
       "sampled with top_k/top_p), each run alone and whole with /v1/generate before the load; a stream's tokens "

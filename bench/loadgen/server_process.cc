@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,12 @@ Status ServerProcess::Start(const std::string& binary, const std::vector<std::st
   int log_fd = ::mkstemp(tmpl);
   if (log_fd < 0) return Status::FromErrno("mkstemp");
   log_path_ = tmpl;
+  int out_fd = log_fd;  // the child's stdout and stderr
+  int p[2] = {-1, -1};
+  if (log_pipe_) {
+    if (::pipe2(p, O_CLOEXEC) != 0) return Status::FromErrno("pipe2");
+    out_fd = p[1];
+  }
   std::vector<std::string> argv_s = {binary, "serve", "--host", "127.0.0.1", "--port", "0"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   command_.clear();
@@ -42,12 +50,18 @@ Status ServerProcess::Start(const std::string& binary, const std::vector<std::st
       CPU_SET(cpu, &set);
       ::sched_setaffinity(0, sizeof set, &set);
     }
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
+    ::dup2(out_fd, 1);
+    ::dup2(out_fd, 2);
     ::execv(argv[0], argv.data());
     std::_Exit(127);
   }
-  ::close(log_fd);
+  if (log_pipe_) {
+    ::close(p[1]);
+    pipe_read_ = p[0];
+    relay_ = std::thread([this, log_fd] { Relay(log_fd); });  // owns log_fd from here
+  } else {
+    ::close(log_fd);
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream f(log_path_);
@@ -73,9 +87,41 @@ Status ServerProcess::Start(const std::string& binary, const std::vector<std::st
   return Status::Error("server printed no 'listening on' line within " + std::to_string(wait_ms) + " ms");
 }
 
-int ServerProcess::Stop(int grace_ms) {
-  if (pid_ < 0) return 0;
-  ::kill(pid_, SIGTERM);
+void ServerProcess::Relay(int log_fd) {
+  char buf[65536];
+  for (;;) {
+    if (relay_paused_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    pollfd pfd{pipe_read_, POLLIN, 0};
+    if (::poll(&pfd, 1, 50) <= 0) continue;
+    ssize_t n = ::read(pipe_read_, buf, sizeof buf);
+    if (n <= 0) break;  // EOF: every writer (the child) is gone
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(log_fd, buf + off, static_cast<size_t>(n - off));
+      if (w <= 0) break;
+      off += w;
+    }
+  }
+  ::close(log_fd);
+}
+
+int ServerProcess::PipeBytesWaiting() const {
+  int avail = 0;
+  return pipe_read_ >= 0 && ::ioctl(pipe_read_, FIONREAD, &avail) == 0 ? avail : -1;
+}
+
+int ServerProcess::Stop(int grace_ms, int sig) {
+  if (pid_ < 0 && !relay_.joinable()) return 0;
+  if (pid_ < 0) {  // exited at start-up
+    relay_paused_ = false;
+    relay_.join();
+    ::close(pipe_read_);
+    pipe_read_ = -1;
+    return 0;
+  }
+  ::kill(pid_, sig);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   int st = 0;
   int result = -1;
@@ -91,6 +137,12 @@ int ServerProcess::Stop(int grace_ms) {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, &st, 0);
     pid_ = -1;
+  }
+  if (relay_.joinable()) {  // the child is gone: the relay reads to EOF
+    relay_paused_ = false;
+    relay_.join();
+    ::close(pipe_read_);
+    pipe_read_ = -1;
   }
   if (!log_path_.empty()) ::unlink(log_path_.c_str());
   log_path_.clear();

@@ -3,13 +3,22 @@
 // from the "listening on HOST:PORT" line, its memory read from
 // /proc/PID/status, stopped with SIGTERM (SIGKILL after a grace period).
 //
-// Thread: the caller's. Owns the child process and its log file path.
+// With set_log_through_pipe(true) before Start, its stdout and stderr are a
+// pipe that a relay thread copies into the log file, and PauseLogRelay()
+// stops reading it: the server's stderr then blocks, as when nobody reads
+// it (chaos ends so). Stop resumes the relay once the child has exited.
+//
+// Thread: the caller's (plus the relay's, which touches only the pipe, the
+// log file and the two flags). Owns the child process and its log file path.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -24,9 +33,15 @@ class ServerProcess {
   // (sched_setaffinity before exec).
   Status Start(const std::string& binary, const std::vector<std::string>& args, int wait_ms = 10000,
                int cpu = -1);
-  // SIGTERM, wait up to `grace_ms`, then SIGKILL. Returns the exit status
-  // (-1 if it had to be killed).
-  int Stop(int grace_ms = 3000);
+  // `sig` (SIGTERM), wait up to `grace_ms`, then SIGKILL. Returns the exit
+  // status (-1 if it had to be killed).
+  int Stop(int grace_ms = 3000, int sig = SIGTERM);
+
+  void set_log_through_pipe(bool on) { log_pipe_ = on; }
+  void PauseLogRelay() { relay_paused_ = true; }
+  // Bytes the server has written to the pipe that the relay has not read
+  // (FIONREAD); -1 without the pipe.
+  int PipeBytesWaiting() const;
 
   uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
@@ -45,8 +60,14 @@ class ServerProcess {
   double RunSeconds() const;
 
  private:
+  void Relay(int log_fd);
+
   pid_t pid_ = -1;
   uint16_t port_ = 0;
+  bool log_pipe_ = false;
+  int pipe_read_ = -1;
+  std::thread relay_;
+  std::atomic<bool> relay_paused_{false};
   std::string log_path_;
   std::string command_;
 };

@@ -67,7 +67,12 @@ class HttpConnection : public net::ConnectionHandler,
       on_gone_ = nullptr;
       if (!responded_ && on_gone_seq_ == seq_) fn();
     }
-    if (conn_.unsent_at_close() > 0) server_->m_unsent_bytes_->Inc(conn_.unsent_at_close());
+    if (conn_.unsent_at_close() > 0) {
+      // After an upgrade the bytes are WebSocket frames, which no access
+      // record covers: counted apart, so that the HTTP count equals the
+      // access log's `unsent`.
+      (upgraded_ ? server_->m_ws_unsent_bytes_ : server_->m_unsent_bytes_)->Inc(conn_.unsent_at_close());
+    }
     if (conn_.was_reset()) server_->m_close_resets_->Inc();
     while (!pending_.empty()) {  // the responses that had not all left: what did
       WriteAccess(pending_.front());

@@ -35,6 +35,9 @@ Server::Server(net::EventLoop* loop, ServerOptions options, Router* router, Metr
       "tokenwire_http_unsent_bytes_total",
       "Response bytes dropped because their connection closed first (the client left, or stopped reading "
       "while the connection was closing).");
+  m_ws_unsent_bytes_ = metrics_->AddCounter(
+      "tokenwire_ws_unsent_bytes_total",
+      "WebSocket bytes (after the upgrade) dropped because their connection closed first.");
   m_close_resets_ = metrics_->AddCounter(
       "tokenwire_http_close_resets_total",
       "Closing connections reset because no byte could be sent for close_idle_ms (the client stopped reading).");

@@ -252,6 +252,7 @@ class Server {
   Counter* m_bytes_in_;
   Counter* m_bytes_out_;
   Counter* m_unsent_bytes_;
+  Counter* m_ws_unsent_bytes_;
   Counter* m_close_resets_;
   std::array<Counter*, 600> by_code_{};  // cache of m_requests_->With(code)
 
