@@ -80,8 +80,11 @@ TEST(RetainedStreams, BytesHeldCountLogprobsAndFollowTheMemory) {
   EXPECT_GT(with_logprobs, 4 * plain) << m;  // the same tokens, with 20 alternatives each
   EXPECT_EQ(MetricValue(m, "tokenwire_retained_stream_bytes"), plain + with_logprobs) << m;
   // The memory the 20 streams added is what they are said to hold, within
-  // a factor for the allocator's overheads (before: a tenth of it).
+  // a factor for the allocator's overheads (before: a tenth of it). Not
+  // under a sanitizer: its shadow memory grows the RSS several times over.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_GT(with_logprobs * 2, rss_growth) << "counted " << with_logprobs << " bytes, RSS grew " << rss_growth;
+#endif
 }
 
 TEST(RetainedStreams, MaxRetainedBytesForgetsTheOldestFirst) {
