@@ -217,7 +217,7 @@ test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
 QUICK_SKIP := Signals.*:Streams.DropSlow*:Streams.PauseThenCancel*:Streams.PauseProducer*:Streams.Linger*:\
 Streams.Heartbeats*:WsSession.PauseThenCancel*:WsSession.DropSlow*:WsSession.PauseProducer*:WsSession.*Flood*:\
 WsSession.Heartbeat*:ServerTest.*408*:EngineLeak.ThreeHundredStreamsThroughHttp:\
-Completions.StreamHeadersAndHeartbeats:Gpt2SmallFormatsTest.*
+Completions.StreamHeadersAndHeartbeats:Gpt2SmallFormatsTest.*:*ClosingSlowReader.*:PrepQueue.*
 .PHONY: test-quick
 test-quick:
 	@GTEST_FILTER='-$(QUICK_SKIP)' $(MAKE) --no-print-directory test
