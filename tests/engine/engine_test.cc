@@ -127,13 +127,18 @@ TEST(Engine, LateJoinerGetsFirstTokenWhileOthersRun) {
   Outcome long_solo = Solo(longr), joiner_solo = Solo(joiner);
 
   auto e = MakeEngine(EngineOptions());
-  auto a = NewStream("long");
+  // The long stream is gated: the engine steps only as the test lets it, so
+  // "while others run" does not depend on how fast the runner is.
+  auto a = NewGatedStream("long");
   ASSERT_TRUE(e->Submit(a, longr, nullptr));
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*a) >= 10; }));
+  while (TokenCount(*a) < 10) ASSERT_TRUE(StepGated(*a));
   auto b = NewStream("joiner");
   ASSERT_TRUE(e->Submit(b, joiner, nullptr));
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*b) >= 1; }));
+  int steps = 0;
+  for (; TokenCount(*b) < 1 && steps < 20; ++steps) ASSERT_TRUE(StepGated(*a));
+  EXPECT_GE(TokenCount(*b), 1u) << "no first token for the joiner in 20 steps of the long stream";
   EXPECT_FALSE(a->finished()) << "the joiner's first token waited for the long stream";
+  OpenGate(*a);
   EXPECT_EQ(WaitAndRead(*a).tokens, long_solo.tokens);
   EXPECT_EQ(WaitAndRead(*b).tokens, joiner_solo.tokens);
   EXPECT_GE(e->stats().max_batch_seen, 2);
@@ -250,9 +255,9 @@ TEST(Engine, CancelRunningDoubleAndLateCancels) {
   r.max_new_tokens = 120;
   Outcome solo = Solo(r);
   auto e = MakeEngine(EngineOptions());
-  auto s = NewStream("run");
+  auto s = NewGatedStream("run");  // 5 tokens, then held: the cancel lands mid-stream however fast the runner
   ASSERT_TRUE(e->Submit(s, r, nullptr));
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*s) >= 5; }));
+  while (TokenCount(*s) < 5) ASSERT_TRUE(StepGated(*s));
   e->Cancel("run");
   e->Cancel("run");  // double cancel
   Outcome o = WaitAndRead(*s);
@@ -517,10 +522,12 @@ TEST(Engine, ShutdownFinishesEverythingOnce) {
     backend::GenerationRequest r = MakeRequest(40 + i, false);
     r.prompt_tokens.resize(1);
     r.max_new_tokens = 100;
-    ss.push_back(NewStream("s" + std::to_string(i)));
+    // The first is gated: once it has a token the engine holds every stream
+    // where it is, so none can finish before the shutdown, however fast the runner.
+    ss.push_back(i == 0 ? NewGatedStream("s0") : NewStream("s" + std::to_string(i)));
     ASSERT_TRUE(e->Submit(ss[i], r, nullptr));
   }
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*ss[0]) >= 2; }));
+  while (TokenCount(*ss[0]) < 2) ASSERT_TRUE(StepGated(*ss[0]));
   e->Shutdown();
   for (auto& s : ss) {
     ASSERT_TRUE(s->producer_exited());

@@ -153,6 +153,18 @@ inline bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 20000) {
   return true;
 }
 
+// A gated stream's producer steps only as its reader takes events: marks
+// every event appended so far as taken, then waits for the next one (or the
+// stream's end). With it a test counts steps instead of racing the runner,
+// however fast that is.
+inline bool StepGated(stream::Stream& s) {
+  const uint64_t head = s.head_seq();
+  s.SetDeliveredThrough(head);
+  return WaitFor([&] { return s.head_seq() > head || s.finished(); });
+}
+// Opens a gated stream's gate for good (its reader takes whatever comes).
+inline void OpenGate(stream::Stream& s) { s.SetDeliveredThrough(UINT64_MAX); }
+
 inline Outcome WaitAndRead(const stream::Stream& s, int timeout_ms = 20000) {
   EXPECT_TRUE(WaitFor([&] { return s.producer_exited(); }, timeout_ms)) << s.id() << " did not finish";
   return Read(s);
