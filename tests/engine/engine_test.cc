@@ -287,22 +287,20 @@ TEST(Engine, PauseKeepsBlocksAndResumeContinuesIdentically) {
   r.max_new_tokens = 60;
   Outcome solo = Solo(r);
   auto e = MakeEngine(EngineOptions());
-  // A second stream keeps the engine stepping, so "N steps after the pause
-  // wish" can be observed without timing assumptions.
+  // A second stream, gated, steps the engine one step at a time, so "N
+  // steps after the pause wish" is counted, not timed.
   backend::GenerationRequest tick = MakeRequest(10, false);
   tick.prompt_tokens.resize(1);
   tick.max_new_tokens = 120;
-  auto ticker = NewStream("ticker");
+  auto ticker = NewGatedStream("ticker");
   auto s = NewStream("p");
   ASSERT_TRUE(e->Submit(ticker, tick, nullptr));
   ASSERT_TRUE(e->Submit(s, r, nullptr));
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*s) >= 3; }));
+  while (TokenCount(*s) < 3) ASSERT_TRUE(StepGated(*ticker));
   e->SetPaused("p", true);
-  size_t t0 = TokenCount(*ticker);
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= t0 + 3; }));  // the wish is applied
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(StepGated(*ticker));  // the wish is applied
   size_t at_pause = TokenCount(*s);
-  size_t t1 = TokenCount(*ticker);
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= t1 + 20; }));
+  for (int i = 0; i < 20; i++) ASSERT_TRUE(StepGated(*ticker));
   EXPECT_EQ(TokenCount(*s), at_pause) << "a paused sequence kept generating";
   ASSERT_LT(at_pause, 60u) << "finished before the pause: test too weak";
   EngineStats st = e->stats();
@@ -311,6 +309,7 @@ TEST(Engine, PauseKeepsBlocksAndResumeContinuesIdentically) {
                                    e->BlocksNeeded(static_cast<int>(r.prompt_tokens.size()), 60))
       << "a paused sequence keeps its blocks";
   e->SetPaused("p", false);
+  OpenGate(*ticker);
   Outcome o = WaitAndRead(*s);
   EXPECT_EQ(o.tokens, solo.tokens);
   EXPECT_EQ(o.finish_reason, "length");
