@@ -8,6 +8,7 @@
 
 #include "json/json.h"
 #include "loadgen/report.h"
+#include "loadgen/scenario_util.h"
 #include "loadgen/session.h"
 #include "ws_loadgen/ws_engine.h"
 #include "ws_loadgen/ws_stream.h"
@@ -50,12 +51,6 @@ std::string PostRequest(uint16_t port, const std::string& target, const std::str
   return "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
          (close ? "Connection: close\r\n" : "") + "\r\n" + body;
-}
-
-std::string Quoted(const std::string& s) {
-  std::string q;
-  json::AppendQuoted(&q, s);
-  return q;
 }
 
 std::string GetKeepAlive(uint16_t port, const std::string& target) {
@@ -880,11 +875,11 @@ void MainSide::Spawn(size_t i) {
       std::string target = "/v1/generate", body = SpecBody(spec, spec.max_new());
       if (nth % 3 == 1) {
         target = "/v1/completions";
-        body = "{\"model\":" + Quoted(model_) + ",\"prompt\":\"Hello\",\"max_tokens\":100,\"seed\":" +
+        body = "{\"model\":" + Q(model_) + ",\"prompt\":\"Hello\",\"max_tokens\":100,\"seed\":" +
                std::to_string(nth) + "}";
       } else if (nth % 3 == 2) {
         target = "/v1/chat/completions";
-        body = "{\"model\":" + Quoted(model_) +
+        body = "{\"model\":" + Q(model_) +
                ",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":100}";
       }
       a = std::make_unique<SilentActor>("abandoned: " + target, engine_, PostRequest(port_, target, body, false), 1,
@@ -894,7 +889,7 @@ void MainSide::Spawn(size_t i) {
     case Slot::kCloseReader: {
       std::string text;
       while (text.size() < kMaxBodyBytes / 2) text += text_;
-      std::string body = "{\"text\":" + Quoted(text) + "}";
+      std::string body = "{\"text\":" + Q(text) + "}";
       const bool http10 = nth % 2 == 1;
       std::string req = PostRequest(port_, "/v1/tokenize", body, /*close=*/!http10);
       if (http10) req.replace(req.find("HTTP/1.1"), 8, "HTTP/1.0");
@@ -903,7 +898,7 @@ void MainSide::Spawn(size_t i) {
       break;
     }
     case Slot::kChoices: {
-      std::string body = "{\"model\":" + Quoted(model_) +
+      std::string body = "{\"model\":" + Q(model_) +
                          ",\"prompt\":\"Hello\",\"n\":3,\"stream\":true,\"max_tokens\":100,\"seed\":" +
                          std::to_string(nth) + "}";
       a = std::make_unique<ChoicesActor>(engine_, port_, PostRequest(port_, "/v1/completions", body, false));

@@ -376,7 +376,6 @@ class HttpConnection : public net::ConnectionHandler,
   }
 
   static constexpr size_t kMaxLoggedMessage = 200;  // bytes of an error message in the log
-  static constexpr size_t kMaxPendingAccess = 64;   // records waiting for their bytes to leave
 
   // One response's access record, written once its bytes have left (or the
   // connection closed): server.h's file comment says what it holds.
@@ -412,10 +411,6 @@ class HttpConnection : public net::ConnectionHandler,
     if (outcome != nullptr || conn_.closed() || (pending_.empty() && conn_.sent_total() >= r.wire_end)) {
       WriteAccess(r);
       return;
-    }
-    if (pending_.size() >= kMaxPendingAccess) {  // a client that pipelines and does not read
-      WriteAccess(pending_.front());
-      pending_.pop_front();
     }
     pending_.push_back(std::move(r));
     conn_.WatchSent(pending_.front().wire_end);  // not reached: no call back

@@ -53,8 +53,9 @@
 // and message. When the connection closed with part of the response unsent,
 // "bytes" is what left, "unsent" the wire bytes that did not, and "outcome"
 // says why: "closed" (the client went away) or "reset" (it stopped reading).
-// At most kMaxPendingAccess records wait per connection (pipelined answers a
-// client does not read); beyond that the oldest is written as queued.
+// A record waits only while part of its response is in the connection's
+// output buffer, and no request is read while that is over
+// max_output_bytes, so the records waiting are bounded by it too.
 // Level: info below 400, warn for 4xx, error for 5xx. A 503 to a connection
 // over max_connections is logged as "rejected" (warn).
 //
