@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/api_error.h"
@@ -37,6 +38,18 @@ struct GenerationRequest {
   float temperature = 0.0f;  // 0 = greedy
   int top_k = 0;             // 0 = off
   float top_p = 1.0f;        // 1 = off
+  // The sampling controls vLLM names alike (docs/openai.md has the table;
+  // model/sampling.h the order they apply in). Each default is "off".
+  float min_p = 0.0f;               // keep ids with P >= min_p * P(most likely); 0 = off
+  float repetition_penalty = 1.0f;  // over the prompt's and the generated ids; 1 = off
+  float presence_penalty = 0.0f;    // over the generated ids
+  float frequency_penalty = 0.0f;   // over the generated ids, times their count
+  // id -> added to that id's logit before anything else, in [-100, 100];
+  // ids distinct and < the vocabulary.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  int min_tokens = 0;               // end-of-text and stop_token_ids held back until this many tokens
+  bool ignore_eos = false;          // end-of-text does not end the generation
+  std::vector<int32_t> stop_token_ids;  // drawing one ends the generation (finish "stop")
   uint64_t seed = 0;
   bool has_seed = false;
   std::vector<std::string> stop;  // stop strings, matched on decoded text
