@@ -38,6 +38,12 @@ struct RequestBounds {
   int max_json_depth = 64;
   int64_t max_queue_timeout_ms = 3600 * 1000;
   int vocab_size = 50257;
+  size_t max_logit_bias = 300;      // --max-logit-bias: logit_bias entries (OpenAI's bound)
+  size_t max_stop_token_ids = 64;   // --max-stop-token-ids: stop_token_ids entries
+  // --strict-request-fields: the OpenAI endpoints refuse a field they do not
+  // know instead of accepting it with a warning (docs/openai.md). Our own
+  // API refuses unknown fields always.
+  bool strict_request_fields = false;
 };
 
 struct ParsedGeneration {
