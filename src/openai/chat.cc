@@ -13,22 +13,12 @@ bool Refuse(ApiError* err, std::string param, std::string message) {
   return RefuseParam(err, 400, std::move(param), std::move(message));
 }
 
-// Params OpenAI's chat API has and this server does not implement, with why.
-const char* NotImplemented(std::string_view key) {
-  if (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls" || key == "functions" ||
-      key == "function_call") {
-    return "tool and function calling is not supported: GPT-2 is a base model that was never trained to call tools";
-  }
-  if (key == "response_format") return "structured output (response_format) is not supported by this server";
-  if (key == "audio" || key == "modalities") return "only text is supported: GPT-2 reads and writes text";
-  if (key == "prediction" || key == "reasoning_effort" || key == "web_search_options") {
-    return "this option is not supported by this server";
-  }
-  return nullptr;
+bool WrongType(ApiError* err, const std::string& field, std::string_view want, const json::Value& got) {
+  return service::WrongType(err, field, want, got);
 }
 
 bool ParseRole(const json::Value& v, const std::string& where, ChatRole* out, ApiError* err) {
-  if (!v.is_string()) return Refuse(err, where, "'" + where + "' must be a string");
+  if (!v.is_string()) return WrongType(err, where, "a string", v);
   const std::string& r = v.as_string();
   if (r == "system" || r == "developer") {
     *out = ChatRole::kSystem;
@@ -50,13 +40,14 @@ bool ParseContent(const json::Value& v, const std::string& where, std::string* o
     *out = v.as_string();
     return true;
   }
-  if (!v.is_array()) return Refuse(err, where, "'" + where + "' must be a string or an array of text parts");
+  if (!v.is_array()) return WrongType(err, where, "a string or an array of text parts", v);
   for (size_t j = 0; j < v.items().size(); j++) {
     const json::Value& part = v.items()[j];
     const std::string pw = where + "[" + std::to_string(j) + "]";
-    if (!part.is_object()) return Refuse(err, pw, "'" + pw + "' must be an object {\"type\":\"text\",\"text\":…}");
+    if (!part.is_object()) return WrongType(err, pw, "an object {\"type\":\"text\",\"text\":…}", part);
     const json::Value* type = part.Find("type");
-    if (type == nullptr || !type->is_string()) return Refuse(err, pw + ".type", "'" + pw + ".type' must be a string");
+    if (type == nullptr) return Refuse(err, pw + ".type", "'" + pw + ".type' is missing");
+    if (!type->is_string()) return WrongType(err, pw + ".type", "a string", *type);
     if (type->as_string() != "text") {
       return Refuse(err, pw + ".type",
                     "'" + pw + ".type' is '" + type->as_string() + "'; only text parts are supported (GPT-2 reads text)");
@@ -64,7 +55,7 @@ bool ParseContent(const json::Value& v, const std::string& where, std::string* o
     for (const auto& [key, val] : part.members()) {
       if (key == "type") continue;
       if (key != "text") return Refuse(err, pw + "." + key, "unrecognized field '" + pw + "." + key + "'");
-      if (!val.is_string()) return Refuse(err, pw + ".text", "'" + pw + ".text' must be a string");
+      if (!val.is_string()) return WrongType(err, pw + ".text", "a string", val);
       *out += val.as_string();
     }
   }
@@ -72,17 +63,16 @@ bool ParseContent(const json::Value& v, const std::string& where, std::string* o
 }
 
 bool ParseMessages(const json::Value& v, size_t max_messages, std::vector<ChatMessage>* out, ApiError* err) {
-  if (!v.is_array()) return Refuse(err, "messages", "'messages' must be an array of messages");
+  if (!v.is_array()) return WrongType(err, "messages", "an array of messages", v);
   if (v.items().empty()) return Refuse(err, "messages", "'messages' must hold at least one message");
   if (v.items().size() > max_messages) {
-    return Refuse(err, "messages",
-                  "'messages' holds " + std::to_string(v.items().size()) + " messages; at most " +
-                      std::to_string(max_messages) + " are accepted (--max-chat-messages)");
+    return service::OutOfRange(err, "messages", std::to_string(v.items().size()) + " messages",
+                               "at most " + std::to_string(max_messages) + " (--max-chat-messages)");
   }
   for (size_t i = 0; i < v.items().size(); i++) {
     const json::Value& m = v.items()[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return Refuse(err, where, "'" + where + "' must be an object with 'role' and 'content'");
+    if (!m.is_object()) return WrongType(err, where, "an object with 'role' and 'content'", m);
     ChatMessage msg;
     bool has_role = false, has_content = false;
     for (const auto& [key, val] : m.members()) {
@@ -95,7 +85,7 @@ bool ParseMessages(const json::Value& v, size_t max_messages, std::vector<ChatMe
         has_content = true;
       } else if (key == "name") {
         // A participant's name: accepted and not rendered (the template has no place for it).
-        if (!val.is_string()) return Refuse(err, field, "'" + field + "' must be a string");
+        if (!val.is_string()) return WrongType(err, field, "a string", val);
       } else if (key == "tool_calls" || key == "function_call" || key == "tool_call_id" || key == "refusal" ||
                  key == "audio") {
         return Refuse(err, field, "'" + field + "' is not supported by this server (no tool calling, text only)");
@@ -112,9 +102,10 @@ bool ParseMessages(const json::Value& v, size_t max_messages, std::vector<ChatMe
 
 }  // namespace
 
-bool ParseChatRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer, const service::RequestBounds& bounds,
-                      std::string_view model_id, const ChatTemplate& chat_template, ChatRequest* out,
-                      ApiError* err) {
+namespace {
+
+bool ParseChat(std::string_view body, const tokenizer::Tokenizer& tokenizer, const service::RequestBounds& bounds,
+               std::string_view model_id, const ChatTemplate& chat_template, ChatRequest* out, ApiError* err) {
   json::Value v;
   if (!ParseOpenAiBody(body, bounds, &v, err)) return false;
   ChatRequest& r = *out;
@@ -126,44 +117,28 @@ bool ParseChatRequest(std::string_view body, const tokenizer::Tokenizer& tokeniz
   const json::Value* top_logprobs = nullptr;
   bool logprobs = false;
   for (const auto& [key, val] : v.members()) {
-    bool ok = true;
-    if (key == "model") {
+    if (key == "model") continue;
+    if (service::FieldRead f = ParseSharedParam(key, val, bounds, &r.shared, err); f != service::FieldRead::kNotMine) {
+      if (f == service::FieldRead::kRefused) return false;
       continue;
-    } else if (ParseSharedParam(key, val, &r.shared, &ok, err)) {
-      if (!ok) return false;
-    } else if (key == "messages") {
+    }
+    int64_t i = 0;
+    if (key == "messages") {
       if (!ParseMessages(val, bounds.max_chat_messages, &r.messages, err)) return false;
       has_messages = true;
-    } else if (key == "max_tokens" || key == "max_completion_tokens") {
-      if (val.is_null()) continue;
-      if (!val.is_int()) return Refuse(err, key, "'" + key + "' must be an integer");
-      if (val.as_int() < 1 || val.as_int() > bounds.max_new_tokens) {
-        return Refuse(err, key,
-                      "'" + key + "' is " + std::to_string(val.as_int()) + "; it must be 1.." +
-                          std::to_string(bounds.max_new_tokens));
-      }
-      r.max_tokens = static_cast<int>(val.as_int());
     } else if (key == "stop") {
       if (!ParseStopParam(val, bounds, &r.stop, err)) return false;
     } else if (key == "stream_options") {
       stream_options = &val;
     } else if (key == "logprobs") {
       if (val.is_null()) continue;
-      if (!val.is_bool()) return Refuse(err, key, "'logprobs' must be a boolean");
-      logprobs = val.as_bool();
+      if (!service::ReadBool(val, key, &logprobs, err)) return false;
     } else if (key == "top_logprobs") {
       if (val.is_null()) continue;
-      if (!val.is_int()) return Refuse(err, key, "'top_logprobs' must be an integer");
-      if (val.as_int() < 0 || val.as_int() > kMaxLogprobs) {
-        return Refuse(err, key, "'top_logprobs' is " + std::to_string(val.as_int()) + "; it must be 0.." +
-                                    std::to_string(kMaxLogprobs));
-      }
+      if (!service::ReadInt(val, key, 0, kMaxLogprobs, &i, err, "alternatives per token")) return false;
       top_logprobs = &val;
-    } else if (const char* why = NotImplemented(key)) {
-      if (val.is_null()) continue;
-      return Refuse(err, key, "'" + key + "': " + why);
-    } else {
-      return Refuse(err, key, "unrecognized request argument supplied: '" + key + "'");
+    } else if (!OtherParam(key, val, bounds, &r.shared.unknown_fields, err)) {
+      return false;
     }
   }
   if (!has_messages) return Refuse(err, "messages", "you must provide 'messages'");
@@ -178,22 +153,35 @@ bool ParseChatRequest(std::string_view body, const tokenizer::Tokenizer& tokeniz
   std::vector<ChatMessage>().swap(r.messages);  // rendered: freed here, on the prep thread
   if (r.prompt_tokens.empty()) r.prompt_tokens.push_back(tokenizer.end_of_text_id());
   const int room = bounds.context_length - static_cast<int>(r.prompt_tokens.size());
+  r.max_tokens = r.shared.max_tokens;
   if (r.max_tokens == 0) r.max_tokens = std::max(1, std::min(bounds.max_new_tokens, room));
   if (!CheckContext(r.prompt_tokens.size(), r.max_tokens, bounds, err)) {
     err->param = "messages";
     return false;
   }
+  r.shared.controls.max_new_tokens = r.max_tokens;
+  if (!service::CheckMinTokens(r.shared.controls, "max_tokens", err)) return false;
   for (const std::string& s : chat_template.stop()) {
     if (std::find(r.stop.begin(), r.stop.end(), s) == r.stop.end()) r.stop.push_back(s);
   }
   return true;
 }
 
+}  // namespace
+
+bool ParseChatRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer, const service::RequestBounds& bounds,
+                      std::string_view model_id, const ChatTemplate& chat_template, ChatRequest* out,
+                      ApiError* err) {
+  if (ParseChat(body, tokenizer, bounds, model_id, chat_template, out, err)) return true;
+  *err = ForOpenAi(std::move(*err));  // a value out of range is OpenAI's 400 too
+  return false;
+}
+
 backend::GenerationRequest ChatToGeneration(const ChatRequest& req) {
-  backend::GenerationRequest g;
+  backend::GenerationRequest g = req.shared.controls;
   g.prompt_tokens = req.prompt_tokens;
   g.max_new_tokens = req.max_tokens;
-  g.temperature = static_cast<float>(req.shared.temperature);
+  g.temperature = service::EffectiveTemperature(req.shared.temperature);
   g.top_p = static_cast<float>(req.shared.top_p);
   g.has_seed = req.shared.has_seed;
   g.seed = static_cast<uint64_t>(req.shared.seed);

@@ -15,28 +15,26 @@ bool Refuse(ApiError* err, int status, std::string param, std::string message,
 }
 
 // `where` is the offending value ("stop[2]") inside the top-level `param`.
-bool WrongType(ApiError* err, std::string_view param, std::string_view want,
+bool WrongType(ApiError* err, std::string_view param, std::string_view want, const json::Value& got,
                std::string_view where = {}) {
-  std::string what(where.empty() ? param : where);
-  return Refuse(err, 400, std::string(param), "'" + what + "' must be " + std::string(want));
+  service::WrongType(err, where.empty() ? param : where, want, got);
+  err->param = std::string(param);
+  return false;
 }
 
-// A param we accept only at its default value (which changes nothing).
-bool Unsupported(ApiError* err, std::string_view param, std::string_view allowed) {
-  return Refuse(err, 400, std::string(param),
-                "'" + std::string(param) + "' is not supported by this server; omit it or send " +
-                    std::string(allowed));
+// A param we know and do not implement, refused with why.
+bool Unsupported(ApiError* err, std::string_view param, std::string_view why) {
+  return Refuse(err, 400, std::string(param), std::string(param) + ": " + std::string(why));
 }
 
 bool TokenId(const json::Value& t, const service::RequestBounds& bounds, const std::string& where,
              std::vector<int32_t>* out, ApiError* err) {
-  if (!t.is_int()) return WrongType(err, "prompt", "an integer token id", where);
-  if (t.as_int() < 0 || t.as_int() >= bounds.vocab_size) {
-    return Refuse(err, 400, "prompt",
-                  where + " = " + std::to_string(t.as_int()) + " is not a token id (0.." +
-                      std::to_string(bounds.vocab_size - 1) + ")");
+  int32_t id = 0;
+  if (!service::ReadTokenId(t, where, bounds, &id, err)) {
+    err->param = "prompt";  // the item is named in the message
+    return false;
   }
-  out->push_back(static_cast<int32_t>(t.as_int()));
+  out->push_back(id);
   return true;
 }
 
@@ -73,7 +71,7 @@ bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
       }
     }
   } else {
-    return WrongType(err, "prompt", "a string, an array of one string or an array of token ids");
+    return WrongType(err, "prompt", "a string, an array of one string or an array of token ids", v);
   }
   if (text != nullptr) {
     *out = tokenizer.EncodeWithSpecial(text->as_string());
@@ -82,38 +80,13 @@ bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
   return true;
 }
 
-bool ParseStop(const json::Value& v, const service::RequestBounds& bounds, std::vector<std::string>* out,
-               ApiError* err) {
-  out->clear();
-  std::vector<const json::Value*> items;
-  if (!service::StopValues(v, &items)) return WrongType(err, "stop", "a string or an array of strings");
-  if (items.size() > bounds.max_stop_strings) {
-    return Refuse(err, 400, "stop",
-                  "'stop' holds " + std::to_string(items.size()) + " strings; at most " +
-                      std::to_string(bounds.max_stop_strings) + " are allowed");
-  }
-  for (size_t i = 0; i < items.size(); i++) {
-    const json::Value* it = items[i];
-    std::string where = v.is_array() ? "stop[" + std::to_string(i) + "]" : "stop";
-    if (!it->is_string()) return WrongType(err, "stop", "a string", where);
-    if (it->as_string().empty() || it->as_string().size() > bounds.max_stop_bytes) {
-      return Refuse(err, 400, "stop",
-                    "'" + where + "' is " + std::to_string(it->as_string().size()) +
-                        " bytes; each stop string must be 1.." +
-                        std::to_string(bounds.max_stop_bytes) + " bytes");
-    }
-    out->push_back(it->as_string());
-  }
-  return true;
-}
-
 bool ParseStreamOptions(const json::Value& v, bool* include_usage, ApiError* err) {
   if (v.is_null()) return true;
-  if (!v.is_object()) return WrongType(err, "stream_options", "an object");
+  if (!v.is_object()) return WrongType(err, "stream_options", "an object", v);
   for (const auto& [key, val] : v.members()) {
     if (key == "include_usage") {
       if (val.is_null()) continue;
-      if (!val.is_bool()) return WrongType(err, "stream_options.include_usage", "a boolean");
+      if (!val.is_bool()) return WrongType(err, "stream_options.include_usage", "a boolean", val);
       *include_usage = val.as_bool();
     } else {
       return Refuse(err, 400, "stream_options." + key,
@@ -150,7 +123,7 @@ bool CheckModel(const json::Value& v, std::string_view model_id, std::string* ou
   if (model == nullptr || model->is_null()) {
     return Refuse(err, 400, "model", "you must provide a model parameter ('" + std::string(model_id) + "')");
   }
-  if (!model->is_string()) return WrongType(err, "model", "a string");
+  if (!model->is_string()) return WrongType(err, "model", "a string", *model);
   if (model->as_string() != model_id) {
     return Refuse(err, 404, "model",
                   "the model '" + model->as_string() + "' does not exist; this server serves '" +
@@ -163,7 +136,7 @@ bool CheckModel(const json::Value& v, std::string_view model_id, std::string* ou
 
 bool ParseStopParam(const json::Value& v, const service::RequestBounds& bounds, std::vector<std::string>* out,
                     ApiError* err) {
-  return ParseStop(v, bounds, out, err);
+  return service::ReadStop(v, bounds, out, err);
 }
 
 bool ParseStreamOptionsParam(const json::Value* v, bool stream, bool* include_usage, ApiError* err) {
@@ -183,131 +156,242 @@ bool CheckContext(size_t prompt_tokens, int max_tokens, const service::RequestBo
                 ErrorCode::kPromptTooLong);
 }
 
-bool ParseSharedParam(const std::string& key, const json::Value& val, SharedParams* r, bool* ok, ApiError* err) {
-  *ok = true;
-  if (key == "temperature") {
-    if (val.is_null()) return true;
-    if (!val.is_number()) return *ok = WrongType(err, key, "a number");
-    if (!(val.as_double() >= 0.0 && val.as_double() <= 2.0)) {
-      return *ok = Refuse(err, 400, key, "'temperature' must be between 0 and 2");
-    }
-    r->temperature = val.as_double();
-  } else if (key == "top_p") {
-    if (val.is_null()) return true;
-    if (!val.is_number()) return *ok = WrongType(err, key, "a number");
-    if (!(val.as_double() > 0.0 && val.as_double() <= 1.0)) {
-      return *ok = Refuse(err, 400, key, "'top_p' must be greater than 0 and at most 1");
-    }
-    r->top_p = val.as_double();
-  } else if (key == "seed") {
-    if (val.is_null()) return true;
-    if (!val.is_int()) return *ok = WrongType(err, key, "an integer");
-    if (val.as_int() < 0) return *ok = Refuse(err, 400, key, "'seed' must be non-negative");
-    r->seed = val.as_int();
-    r->has_seed = true;
-  } else if (key == "stream") {
-    if (val.is_null()) return true;
-    if (!val.is_bool()) return *ok = WrongType(err, key, "a boolean");
-    r->stream = val.as_bool();
-  } else if (key == "n") {
-    if (val.is_null()) return true;
-    if (!val.is_int()) return *ok = WrongType(err, key, "an integer");
-    if (val.as_int() < 1 || val.as_int() > kMaxChoices) {
-      return *ok = Refuse(err, 400, key,
-                          "'n' is " + std::to_string(val.as_int()) + "; it must be 1.." +
-                              std::to_string(kMaxChoices) + " (choices per request on this server)");
-    }
-    r->n = static_cast<int>(val.as_int());
-  } else if (key == "presence_penalty" || key == "frequency_penalty") {
-    if (val.is_null() || (val.is_number() && val.as_double() == 0.0)) return true;
-    return *ok = Unsupported(err, key, "0");
-  } else if (key == "logit_bias") {
-    if (val.is_null() || (val.is_object() && val.members().empty())) return true;
-    return *ok = Unsupported(err, key, "{}");
-  } else if (key == "user") {
-    // An end-user id for the caller's own tracking: it changes nothing.
-    if (val.is_null() || val.is_string()) return true;
-    return *ok = WrongType(err, key, "a string");
-  } else {
-    return false;
+service::FieldRead ParseSharedParam(const std::string& key, const json::Value& val,
+                                    const service::RequestBounds& bounds, SharedParams* r, ApiError* err) {
+  using service::FieldRead;
+  if (service::FieldRead f = service::ReadSamplingField(key, val, bounds, &r->controls, err);
+      f != FieldRead::kNotMine) {
+    return f;
   }
+  auto done = [](bool ok) { return ok ? FieldRead::kRead : FieldRead::kRefused; };
+  int64_t i = 0;
+  if (key == "temperature") {
+    if (val.is_null()) return FieldRead::kRead;
+    return done(service::ReadNumber(val, key, 0.0, 2.0, false, &r->temperature, err));
+  }
+  if (key == "top_p") {
+    if (val.is_null()) return FieldRead::kRead;
+    return done(service::ReadNumber(val, key, 0.0, 1.0, true, &r->top_p, err));
+  }
+  if (key == "seed") {
+    if (val.is_null()) return FieldRead::kRead;
+    if (!service::ReadInt(val, key, 0, INT64_MAX, &r->seed, err)) return FieldRead::kRefused;
+    r->has_seed = true;
+    return FieldRead::kRead;
+  }
+  if (key == "stream") {
+    if (val.is_null()) return FieldRead::kRead;
+    return done(service::ReadBool(val, key, &r->stream, err));
+  }
+  if (key == "n") {
+    if (val.is_null()) return FieldRead::kRead;
+    if (!service::ReadInt(val, key, 1, kMaxChoices, &i, err, "choices per request on this server")) {
+      return FieldRead::kRefused;
+    }
+    r->n = static_cast<int>(i);
+    return FieldRead::kRead;
+  }
+  if (key == "max_tokens" || key == "max_completion_tokens") {
+    // Two names of one bound (chat renamed it): both given must agree, so
+    // the answer never depends on the order of the keys.
+    if (val.is_null()) return FieldRead::kRead;
+    if (!service::ReadInt(val, key, 1, bounds.max_new_tokens, &i, err, "--max-new-tokens")) {
+      return FieldRead::kRefused;
+    }
+    if (r->max_tokens != 0 && r->max_tokens != i) {
+      const bool first = key == "max_tokens";
+      const int64_t max_tokens = first ? i : r->max_tokens;
+      const int64_t max_completion_tokens = first ? r->max_tokens : i;
+      Refuse(err, 400, "max_tokens",
+             "max_tokens (" + std::to_string(max_tokens) + ") and max_completion_tokens (" +
+                 std::to_string(max_completion_tokens) + ") differ; give one of them, or both equal");
+      return FieldRead::kRefused;
+    }
+    r->max_tokens = static_cast<int>(i);
+    return FieldRead::kRead;
+  }
+  return FieldRead::kNotMine;
+}
+
+namespace {
+
+// Params this server knows and does not implement: refused (unless null)
+// with why, never silently ignored, because each would change the answer.
+struct KnownParam {
+  const char* name;
+  const char* why;
+};
+constexpr const char* kNoTools =
+    "tool and function calling is not supported: GPT-2 is a base model that was never trained to call tools";
+constexpr const char* kNoStructured =
+    "structured output is not supported by this server yet; the output is plain text";
+const KnownParam kUnsupportedParams[] = {
+    {"tools", kNoTools},
+    {"tool_choice", kNoTools},
+    {"functions", kNoTools},
+    {"function_call", kNoTools},
+    {"guided_json", kNoStructured},  // vLLM's structured output extras
+    {"guided_regex", kNoStructured},
+    {"guided_choice", kNoStructured},
+    {"guided_grammar", kNoStructured},
+    {"structured_outputs", kNoStructured},
+    {"audio", "only text is supported: GPT-2 reads and writes text"},
+    {"prediction", "predicted outputs are not supported by this server"},
+    {"reasoning_effort", "GPT-2 is not a reasoning model"},
+    {"verbosity", "GPT-2 is not a reasoning model; bound the answer with max_tokens"},
+    {"web_search_options", "web search is not supported by this server"},
+    {"prompt_logprobs", "prompt log-probabilities are not computed yet"},
+    {"allowed_token_ids", "restricting the vocabulary is not supported yet; logit_bias -100 excludes a token"},
+    {"bad_words", "banned words are not supported yet; logit_bias -100 excludes a token"},
+};
+// Params accepted and ignored: each changes nothing this server does.
+const KnownParam kIgnoredParams[] = {
+    {"user", "an end-user id for the caller's own tracking"},
+    {"store", "OpenAI keeps completions for its dashboard; this server stores none"},
+    {"metadata", "tags for stored completions; none are stored"},
+    {"service_tier", "a billing tier; this server has one"},
+    {"parallel_tool_calls", "matters only with tools, which are refused"},
+    {"chat_template_kwargs", "variables for a Jinja chat template; ours has none"},
+    {"prompt_cache_key", "a cache hint; our prefix cache finds shared prompts by itself"},
+    {"safety_identifier", "an end-user id for OpenAI's abuse checks, like user"},
+};
+
+}  // namespace
+
+bool OtherParam(const std::string& key, const json::Value& val, const service::RequestBounds& bounds,
+                std::vector<std::string>* unknown, ApiError* err) {
+  for (const KnownParam& p : kUnsupportedParams) {
+    if (key != p.name) continue;
+    return val.is_null() || Unsupported(err, key, p.why);
+  }
+  if (key == "response_format") {
+    // {"type":"text"} is the default: plain text, what we always write.
+    const json::Value* type = val.is_object() ? val.Find("type") : nullptr;
+    if (val.is_null() || (type != nullptr && val.members().size() == 1 && type->is_string() &&
+                          type->as_string() == "text")) {
+      return true;
+    }
+    return Unsupported(err, key, std::string(kNoStructured) + " (only {\"type\":\"text\"} is accepted)");
+  }
+  if (key == "modalities") {
+    // ["text"] is the default and all GPT-2 writes.
+    if (val.is_null() || (val.is_array() && val.items().size() == 1 && val.items()[0].is_string() &&
+                          val.items()[0].as_string() == "text")) {
+      return true;
+    }
+    return Unsupported(err, key, "only [\"text\"] is supported: GPT-2 reads and writes text");
+  }
+  if (key == "use_beam_search" || key == "include_stop_str_in_output") {
+    // vLLM's; false is what this server does.
+    if (val.is_null() || (val.is_bool() && !val.as_bool())) return true;
+    return Unsupported(err, key,
+                       key == "use_beam_search" ? "beam search is not supported; send false or omit it"
+                                                : "stop strings are never included in the output; send false or omit it");
+  }
+  if (key == "user" && !val.is_null() && !val.is_string()) return WrongType(err, key, "a string", val);
+  for (const KnownParam& p : kIgnoredParams) {
+    if (key == p.name) return true;
+  }
+  if (bounds.strict_request_fields) {
+    return Refuse(err, 400, key,
+                  "unrecognized request argument supplied: '" + key +
+                      "' (this server refuses fields it does not know: --strict-request-fields)");
+  }
+  unknown->push_back(key);
   return true;
 }
 
-bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
-                            const service::RequestBounds& bounds, std::string_view model_id,
-                            CompletionRequest* out, ApiError* err) {
+namespace {
+
+bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenizer,
+                     const service::RequestBounds& bounds, std::string_view model_id, CompletionRequest* out,
+                     ApiError* err) {
   json::Value v;
   if (!ParseOpenAiBody(body, bounds, &v, err)) return false;
   CompletionRequest& r = *out;
   r = CompletionRequest();
-  r.max_tokens = std::min(kOpenAiDefaultMaxTokens, bounds.max_new_tokens);
   if (!CheckModel(v, model_id, &r.model, err)) return false;
 
   bool has_prompt = false;
   const json::Value* stream_options = nullptr;
+  const json::Value* best_of = nullptr;
   SharedParams shared;
   for (const auto& [key, val] : v.members()) {
-    bool ok = true;
-    if (key == "model") {
+    if (key == "model") continue;
+    if (service::FieldRead f = ParseSharedParam(key, val, bounds, &shared, err); f != service::FieldRead::kNotMine) {
+      if (f == service::FieldRead::kRefused) return false;
       continue;
-    } else if (ParseSharedParam(key, val, &shared, &ok, err)) {
-      if (!ok) return false;
-    } else if (key == "prompt") {
+    }
+    int64_t i = 0;
+    if (key == "prompt") {
       if (val.is_null()) continue;
       if (!ParsePrompt(val, tokenizer, bounds, &r.prompt_tokens, err)) return false;
       has_prompt = true;
-    } else if (key == "max_tokens") {
-      if (val.is_null()) continue;
-      if (!val.is_int()) return WrongType(err, key, "an integer");
-      if (val.as_int() < 1 || val.as_int() > bounds.max_new_tokens) {
-        return Refuse(err, 400, key,
-                      "'max_tokens' is " + std::to_string(val.as_int()) + "; it must be 1.." +
-                          std::to_string(bounds.max_new_tokens));
-      }
-      r.max_tokens = static_cast<int>(val.as_int());
     } else if (key == "stop") {
-      if (!ParseStop(val, bounds, &r.stop, err)) return false;
+      if (!ParseStopParam(val, bounds, &r.stop, err)) return false;
     } else if (key == "stream_options") {
       stream_options = &val;
     } else if (key == "logprobs") {
       if (val.is_null()) continue;
-      if (!val.is_int()) return WrongType(err, key, "an integer (the alternatives per token, 0..20) or null");
-      if (val.as_int() < 0 || val.as_int() > kMaxLogprobs) {
-        return Refuse(err, 400, key,
-                      "'logprobs' is " + std::to_string(val.as_int()) + "; it must be 0.." +
-                          std::to_string(kMaxLogprobs));
-      }
-      r.logprobs = static_cast<int>(val.as_int());
+      if (!service::ReadInt(val, key, 0, kMaxLogprobs, &i, err, "alternatives per token")) return false;
+      r.logprobs = static_cast<int>(i);
     } else if (key == "best_of") {
-      if (val.is_null() || (val.is_int() && val.as_int() == 1)) continue;
-      return Unsupported(err, key, "1 (use 'n' for several choices)");
+      if (val.is_null()) continue;
+      if (!service::ReadInt(val, key, 1, kMaxChoices, &i, err, "choices per request on this server")) return false;
+      best_of = &val;  // checked against n below
     } else if (key == "echo") {
-      if (val.is_null() || (val.is_bool() && !val.as_bool())) continue;
-      return Unsupported(err, key, "false");
+      if (val.is_null()) continue;
+      bool echo = false;
+      if (!service::ReadBool(val, key, &echo, err)) return false;
+      if (echo) return Unsupported(err, key, "echoing the prompt is not supported yet; send false or omit it");
     } else if (key == "suffix") {
       if (val.is_null() || (val.is_string() && val.as_string().empty())) continue;
-      return Unsupported(err, key, "null");
-    } else {
-      return Refuse(err, 400, key, "unrecognized request argument supplied: '" + key + "'");
+      return Unsupported(err, key, "insertion (a suffix after the completion) is not supported: GPT-2 only continues text");
+    } else if (!OtherParam(key, val, bounds, &shared.unknown_fields, err)) {
+      return false;
     }
   }
+  r.max_tokens = shared.max_tokens != 0 ? shared.max_tokens : std::min(kOpenAiDefaultMaxTokens, bounds.max_new_tokens);
   r.temperature = shared.temperature;
   r.top_p = shared.top_p;
   r.has_seed = shared.has_seed;
   r.seed = shared.seed;
   r.stream = shared.stream;
   r.n = shared.n;
+  r.controls = std::move(shared.controls);
+  r.unknown_fields = std::move(shared.unknown_fields);
+  if (best_of != nullptr && best_of->as_int() != r.n) {
+    // best_of == n is n choices, all returned: what n alone does.
+    if (best_of->as_int() < r.n) {
+      return service::OutOfRange(err, "best_of", std::to_string(best_of->as_int()),
+                                 "an integer >= n (" + std::to_string(r.n) + ")");
+    }
+    return Unsupported(err, "best_of",
+                       "choosing the best " + std::to_string(r.n) + " of " + std::to_string(best_of->as_int()) +
+                           " candidates is not supported yet; send best_of equal to n (or omit it)");
+  }
   if (!ParseStreamOptionsParam(stream_options, r.stream, &r.include_usage, err)) return false;
   if (!has_prompt) return Refuse(err, 400, "prompt", "you must provide a 'prompt'");
+  r.controls.max_new_tokens = r.max_tokens;
+  if (!service::CheckMinTokens(r.controls, "max_tokens", err)) return false;
   return CheckContext(r.prompt_tokens.size(), r.max_tokens, bounds, err);
 }
 
+}  // namespace
+
+bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
+                            const service::RequestBounds& bounds, std::string_view model_id,
+                            CompletionRequest* out, ApiError* err) {
+  if (ParseCompletion(body, tokenizer, bounds, model_id, out, err)) return true;
+  *err = ForOpenAi(std::move(*err));  // a value out of range is OpenAI's 400 too
+  return false;
+}
+
 backend::GenerationRequest ToGeneration(const CompletionRequest& req) {
-  backend::GenerationRequest g;
+  backend::GenerationRequest g = req.controls;
   g.prompt_tokens = req.prompt_tokens;
   g.max_new_tokens = req.max_tokens;
-  g.temperature = static_cast<float>(req.temperature);
+  g.temperature = service::EffectiveTemperature(req.temperature);
   g.top_p = static_cast<float>(req.top_p);
   g.has_seed = req.has_seed;
   g.seed = static_cast<uint64_t>(req.seed);

@@ -37,6 +37,7 @@
 #include "json/json.h"
 #include "openai/openai_response.h"
 #include "service/generation_request.h"
+#include "service/request_fields.h"
 
 namespace tw::tokenizer {
 class Tokenizer;
@@ -52,6 +53,26 @@ inline constexpr int kMaxChoices = 16;
 // The most alternatives per token (`logprobs`, chat's `top_logprobs`): OpenAI's bound.
 inline constexpr int kMaxLogprobs = 20;
 
+// The params both OpenAI APIs share and parse alike (ParseSharedParam).
+struct SharedParams {
+  double temperature = 1.0;  // OpenAI's default; below service::kMinTemperature: greedy
+  double top_p = 1.0;
+  bool has_seed = false;
+  int64_t seed = 0;
+  bool stream = false;
+  int n = 1;
+  // max_tokens or max_completion_tokens (the same when both are given); 0: neither.
+  int max_tokens = 0;
+  // The sampling controls (top_k, min_p, the penalties, logit_bias,
+  // min_tokens, ignore_eos, stop_token_ids: service::ReadSamplingField), in
+  // the fields of a generation request; the others are left at their
+  // defaults. The request sent is built on it (ToGeneration).
+  backend::GenerationRequest controls;
+  // Members this server does not know, accepted and ignored (unless
+  // --strict-request-fields): the endpoint logs and counts them.
+  std::vector<std::string> unknown_fields;
+};
+
 // A validated completions request.
 struct CompletionRequest {
   std::string model;
@@ -66,34 +87,37 @@ struct CompletionRequest {
   bool include_usage = false;          // stream_options.include_usage
   int n = 1;                           // choices, 1..kMaxChoices
   int logprobs = -1;                   // -1: null; 0..kMaxLogprobs alternatives per token
+  backend::GenerationRequest controls;     // SharedParams::controls
+  std::vector<std::string> unknown_fields;  // SharedParams::unknown_fields
 };
 
 // Parses and validates a POST /v1/completions body against the served model
 // id and the server's bounds. The prompt is tokenized here (a literal
 // "<|endoftext|>" is the special token, as in OpenAI's API). Returns false
-// with *err filled on any refusal; *err names the param.
+// with *err filled on any refusal (always 400, or 404 for another model);
+// *err names the param and its message the value and what is allowed.
 bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& tokenizer,
                             const service::RequestBounds& bounds, std::string_view model_id,
                             CompletionRequest* out, ApiError* err);
 
-// Our generation request (DESIGN.md §4) for a validated completions request
-// (max_tokens → max_new_tokens; prompt tokens, temperature, top_p, seed,
-// stop and logprobs as they are).
+// Our generation request (DESIGN.md §4) for a validated completions request:
+// the sampling controls as read, max_tokens → max_new_tokens, the
+// temperature through service::EffectiveTemperature, the rest as it is.
 backend::GenerationRequest ToGeneration(const CompletionRequest& req);
 
-// The params both OpenAI APIs share and parse alike: temperature, top_p,
-// seed, stream, n, and the ones accepted only at their neutral value
-// (presence_penalty, frequency_penalty, logit_bias, user). True when `key`
-// is one of them (then *err is filled on a refusal and *ok says which).
-struct SharedParams {
-  double temperature = 1.0;
-  double top_p = 1.0;
-  bool has_seed = false;
-  int64_t seed = 0;
-  bool stream = false;
-  int n = 1;
-};
-bool ParseSharedParam(const std::string& key, const json::Value& val, SharedParams* out, bool* ok, ApiError* err);
+// One member of either API's body, if it is a shared param: temperature,
+// top_p, seed, stream, n, max_tokens / max_completion_tokens (both given:
+// they must be equal) and the sampling controls. kNotMine for any other.
+service::FieldRead ParseSharedParam(const std::string& key, const json::Value& val,
+                                    const service::RequestBounds& bounds, SharedParams* out, ApiError* err);
+// A member no parser above reads (the field policy, docs/openai.md): a
+// param this server knows and does not support is refused naming it and
+// why (tools, response_format other than text, ...); one that changes
+// nothing here is accepted and ignored (user, store, metadata, ...); any
+// other is unknown: recorded in *unknown, or refused with
+// bounds.strict_request_fields.
+bool OtherParam(const std::string& key, const json::Value& val, const service::RequestBounds& bounds,
+                std::vector<std::string>* unknown, ApiError* err);
 // The model param: 400 when missing or not a string, 404 model_not_found for another id.
 bool CheckModel(const json::Value& body, std::string_view model_id, std::string* out, ApiError* err);
 // stop: a string or an array of up to max_stop_strings strings of 1..max_stop_bytes bytes.

@@ -19,8 +19,22 @@ int64_t UnixSeconds() {
 
 }  // namespace
 
-OpenAiEndpoints::OpenAiEndpoints(service::Service* service, ChatTemplate chat_template)
-    : service_(service), chat_template_(std::move(chat_template)), created_unix_s_(UnixSeconds()) {}
+OpenAiEndpoints::OpenAiEndpoints(service::Service* service, ChatTemplate chat_template, Logger* log,
+                                 Counter* unknown_fields)
+    : service_(service),
+      log_(log),
+      unknown_fields_(unknown_fields),
+      chat_template_(std::move(chat_template)),
+      created_unix_s_(UnixSeconds()) {}
+
+void OpenAiEndpoints::NoteUnknownFields(std::string_view path, const std::vector<std::string>& fields) {
+  if (fields.empty()) return;
+  if (unknown_fields_ != nullptr) unknown_fields_->Inc(fields.size());
+  std::string names;
+  for (const std::string& f : fields) names += (names.empty() ? "" : ",") + f;
+  LogIf(log_, LogLevel::kWarn, "openai_unknown_fields",
+        {{"path", path}, {"fields", names}, {"action", "ignored"}});
+}
 
 void OpenAiEndpoints::Refuse(http::Responder& r, const ApiError& e) {
   SendOpenAiError(r, e, service_->info().extra_headers);
@@ -32,7 +46,9 @@ void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responde
       service_, std::move(r), req.body.size(),
       [this, body = req.body](CompletionRequest* c, ApiError* err) {
         const service::ServiceInfo& info = service_->info();
-        return ParseCompletionRequest(body, *info.tokenizer, info.bounds, info.model, c, err);
+        if (!ParseCompletionRequest(body, *info.tokenizer, info.bounds, info.model, c, err)) return false;
+        NoteUnknownFields("/v1/completions", c->unknown_fields);
+        return true;
       },
       [this](CompletionRequest& c, http::Responder r) {
         OpenAiLaunch l;
@@ -53,7 +69,9 @@ void OpenAiEndpoints::HandleChatCompletions(const http::Request& req, http::Resp
       service_, std::move(r), req.body.size(),
       [this, body = req.body](ChatRequest* c, ApiError* err) {
         const service::ServiceInfo& info = service_->info();
-        return ParseChatRequest(body, *info.tokenizer, info.bounds, info.model, chat_template_, c, err);
+        if (!ParseChatRequest(body, *info.tokenizer, info.bounds, info.model, chat_template_, c, err)) return false;
+        NoteUnknownFields("/v1/chat/completions", c->shared.unknown_fields);
+        return true;
       },
       [this](ChatRequest& c, http::Responder r) {
         OpenAiLaunch l;

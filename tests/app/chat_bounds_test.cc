@@ -34,7 +34,7 @@ TEST(ChatBounds, MessagesBeyondTheBoundAreRefusedNamingIt) {
   EXPECT_EQ(Chat(server.port(), 2048).head.status, 200);
   client::Response r = Chat(server.port(), 2049);
   EXPECT_EQ(r.head.status, 400);
-  EXPECT_NE(r.body.find("'messages' holds 2049 messages; at most 2048 are accepted (--max-chat-messages)"),
+  EXPECT_NE(r.body.find("messages: 2049 messages is out of range; expected at most 2048 (--max-chat-messages)"),
             std::string::npos)
       << r.body;
   EXPECT_NE(r.body.find("\"param\":\"messages\""), std::string::npos) << r.body;
