@@ -159,7 +159,14 @@ Status App::Init(bool watch_signals) {
     info_.extra_headers.emplace_back("Access-Control-Allow-Origin", config_.cors_origin);
     info_.extra_headers.emplace_back("Access-Control-Expose-Headers", "X-Stream-Id");
   }
-  openai_ = std::make_unique<openai::OpenAiEndpoints>(this, std::move(chat_template));
+  bounds.max_logit_bias = static_cast<size_t>(config_.max_logit_bias);
+  bounds.max_stop_token_ids = static_cast<size_t>(config_.max_stop_token_ids);
+  bounds.strict_request_fields = config_.strict_request_fields;
+  openai_ = std::make_unique<openai::OpenAiEndpoints>(
+      this, std::move(chat_template), log_.get(),
+      metrics_.AddCounter("openai_unknown_fields_total",
+                          "Fields OpenAI requests held that this server does not know, accepted and ignored "
+                          "(--strict-request-fields refuses them)."));
 
   stream::HubOptions ho;
   ho.policy = info_.default_policy;

@@ -54,6 +54,8 @@ const IntFlag kIntFlags[] = {
     {"--max-stop-strings", &Config::max_stop_strings, 0, 64, "stop strings per request"},
     {"--max-stop-bytes", &Config::max_stop_bytes, 1, 4096, "bytes per stop string"},
     {"--max-chat-messages", &Config::max_chat_messages, 1, 1 << 20, "messages in one chat completions request (400 beyond)"},
+    {"--max-logit-bias", &Config::max_logit_bias, 0, 1 << 20, "logit_bias entries per request"},
+    {"--max-stop-token-ids", &Config::max_stop_token_ids, 0, 1 << 20, "stop_token_ids per request"},
     {"--stream-interval", &Config::stream_interval, 1, 1024,
      "send a stream's tokens in groups of up to N (1 = each at once; the first never waits)"},
     {"--stream-interval-bound-ms", &Config::stream_interval_bound_ms, 2, 60000,
@@ -181,6 +183,15 @@ const ServeFlag kServeFlags[] = {
      [](std::string_view v, Config* c) -> Status {
        if (v.empty()) return Status::Error("--chat-template: a file name");
        c->chat_template_path = v;
+       return Status::Ok();
+     }},
+    {"--strict-request-fields", nullptr,
+     [](const Config&) -> std::string {
+       return "OpenAI endpoints: refuse a request field this server does not know\n"
+              "(400 naming it); default off: accepted, ignored, logged (warn)";
+     },
+     [](std::string_view, Config* c) -> Status {
+       c->strict_request_fields = true;
        return Status::Ok();
      }},
     {"--backend", "NAME", [](const Config& d) -> std::string { return BackendNames() + "; default " + d.backend; },

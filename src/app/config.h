@@ -18,6 +18,7 @@ struct Config {
   // Model and backend.
   std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
   std::string chat_template_path;  // --chat-template ("" = the plain built-in template)
+  bool strict_request_fields = false;  // --strict-request-fields: OpenAI endpoints refuse unknown fields
   std::string served_model_name;  // --served-model-name ("" = the --model folder's name, else the backend's)
   std::string backend = "cpu";  // --backend cpu|cuda|mock
   int threads = 0;              // --threads (0 = one per core)
@@ -60,6 +61,8 @@ struct Config {
   int64_t max_stop_strings = 4;
   int64_t max_stop_bytes = 64;
   int64_t max_chat_messages = 2048;
+  int64_t max_logit_bias = 300;       // --max-logit-bias: logit_bias entries per request (OpenAI's bound)
+  int64_t max_stop_token_ids = 64;    // --max-stop-token-ids: stop_token_ids entries per request
   int64_t stream_interval = 1;            // --stream-interval: token events announced in groups of up to N
   int64_t stream_interval_bound_ms = 10;  // --stream-interval-bound-ms: the longest a token is held
   int64_t write_batch_events = 64;        // --write-batch-events: events one subscriber is handed per loop iteration
