@@ -13,7 +13,9 @@
 // (`messages[2].content`), a role other than system / developer / user /
 // assistant, content parts other than text (`messages[0].content[1].type`),
 // and params this server does not implement (tools, tool_choice, functions,
-// function_call, response_format, …), each by name.
+// function_call, response_format other than text, …), each by name and why.
+// The top-level params follow completions' field policy (ParseSharedParam,
+// OtherParam in openai/completions.h): unknown ones are accepted and listed.
 //
 // Threads: pure functions (the App calls the parser on a prep thread).
 // Memory: the parsed messages (at most bounds.max_chat_messages; freed on
@@ -36,7 +38,7 @@ struct ChatRequest {
   std::vector<ChatMessage> messages;   // parsed, rendered into prompt_tokens, then emptied
   std::vector<int32_t> prompt_tokens;  // the rendered template, tokenized
   int max_tokens = 0;                  // max_tokens / max_completion_tokens, or all the room left
-  SharedParams shared;                 // temperature, top_p, seed, stream, n
+  SharedParams shared;                 // temperature, top_p, seed, stream, n, the sampling controls, unknown fields
   std::vector<std::string> stop;       // the request's, then the template's
   bool include_usage = false;
   int logprobs = -1;                   // -1 unless logprobs: true; then top_logprobs (0..20)

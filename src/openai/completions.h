@@ -10,9 +10,14 @@
 // one App::Launch per choice (`n`, choice i with seed + i), so the policies,
 // bounds, metrics and cancellation on disconnect are those of /v1/stream; the
 // answers (n choices, logprobs) are api/openai_response.h's. The parsing
-// helpers shared with chat (api/chat.h) are declared here too. Everything the parser can refuse is refused here, before the
-// first byte, with an OpenAI error object that names the param:
-//   400 invalid_request_error  bad JSON, unknown or unsupported param, bad value,
+// helpers shared with chat (api/chat.h) are declared here too. Everything the
+// parser can refuse is refused here, before the first byte, with an OpenAI
+// error object that names the param (and its message the value and what is
+// allowed: service/request_fields.h). A member this server does not know is
+// accepted and listed (unknown_fields; refused with
+// RequestBounds::strict_request_fields); one it knows and does not
+// implement is refused naming it and why (OtherParam):
+//   400 invalid_request_error  bad JSON, unsupported param, bad value,
 //                              prompt + max_tokens over the context
 //                              (code context_length_exceeded)
 //   404 invalid_request_error  a model other than the served one (code model_not_found)

@@ -6,6 +6,10 @@
 //   400 invalid_json     the body is not JSON (with the byte offset)
 //   400 invalid_request  unknown field, or a field of the wrong JSON type
 //   422 invalid_request  a value out of range (max_new_tokens < 1, ...)
+// each message naming the field, the value and what is allowed
+// (service/request_fields.h, which also reads vLLM's sampling controls:
+// top_k, min_p, the penalties, logit_bias, min_tokens, ignore_eos,
+// stop_token_ids).
 //   422 prompt_too_long  prompt tokens + max_new_tokens over the context
 //
 // Threads: pure functions (no shared state); the App calls them on a prep
