@@ -38,44 +38,49 @@ bool TokenId(const json::Value& t, const service::RequestBounds& bounds, const s
   return true;
 }
 
-// prompt: a string, an array of one string, an array of token ids, or an
-// array of one array of token ids. "" is OpenAI's default prompt,
-// "<|endoftext|>" (the model generates as if from the start of a document).
-bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
-                 const service::RequestBounds& bounds, std::vector<int32_t>* out, ApiError* err) {
-  out->clear();
-  const json::Value* text = nullptr;
+// One prompt: text (tokenized; "" is OpenAI's default prompt,
+// "<|endoftext|>": the model generates as if from the start of a
+// document), or a non-empty array of token ids.
+bool OnePrompt(const json::Value& v, const std::string& where, const tokenizer::Tokenizer& tokenizer,
+               const service::RequestBounds& bounds, std::vector<int32_t>* out, ApiError* err) {
   if (v.is_string()) {
-    text = &v;
-  } else if (v.is_array()) {
-    const auto& items = v.items();
-    if (items.empty()) return Refuse(err, 400, "prompt", "'prompt' must not be an empty array");
-    if (items[0].is_string() || items[0].is_array()) {
-      if (items.size() > 1) {
-        return Refuse(err, 400, "prompt",
-                      "this server takes one prompt per request; 'prompt' holds " +
-                          std::to_string(items.size()));
-      }
-      if (items[0].is_string()) {
-        text = &items[0];
-      } else {
-        const auto& ids = items[0].items();
-        if (ids.empty()) return Refuse(err, 400, "prompt", "'prompt[0]' must not be empty");
-        for (size_t i = 0; i < ids.size(); i++) {
-          if (!TokenId(ids[i], bounds, "prompt[0][" + std::to_string(i) + "]", out, err)) return false;
-        }
-      }
-    } else {
-      for (size_t i = 0; i < items.size(); i++) {
-        if (!TokenId(items[i], bounds, "prompt[" + std::to_string(i) + "]", out, err)) return false;
-      }
-    }
-  } else {
-    return WrongType(err, "prompt", "a string, an array of one string or an array of token ids", v);
-  }
-  if (text != nullptr) {
-    *out = tokenizer.EncodeWithSpecial(text->as_string());
+    *out = tokenizer.EncodeWithSpecial(v.as_string());
     if (out->empty()) out->push_back(tokenizer.end_of_text_id());
+    return true;
+  }
+  if (!v.is_array()) return WrongType(err, "prompt", "a string or an array of token ids", v, where);
+  if (v.items().empty()) return Refuse(err, 400, "prompt", "'" + where + "' must not be empty");
+  for (size_t i = 0; i < v.items().size(); i++) {
+    if (!TokenId(v.items()[i], bounds, where + "[" + std::to_string(i) + "]", out, err)) return false;
+  }
+  return true;
+}
+
+// prompt: a string, an array of token ids (one prompt each), or an array of
+// prompts (strings, or arrays of token ids), each answered with n choices.
+bool ParsePrompt(const json::Value& v, const tokenizer::Tokenizer& tokenizer,
+                 const service::RequestBounds& bounds, std::vector<std::vector<int32_t>>* out, ApiError* err) {
+  out->clear();
+  if (!v.is_array() || v.items().empty() || !(v.items()[0].is_string() || v.items()[0].is_array())) {
+    if (!v.is_string() && !v.is_array()) {
+      return WrongType(err, "prompt", "a string, an array of token ids or an array of prompts", v);
+    }
+    if (v.is_array() && v.items().empty()) return Refuse(err, 400, "prompt", "'prompt' must not be an empty array");
+    out->emplace_back();
+    return OnePrompt(v, "prompt", tokenizer, bounds, &out->back(), err);
+  }
+  const auto& items = v.items();
+  if (items.size() > static_cast<size_t>(kMaxChoices)) {
+    return service::OutOfRange(err, "prompt", std::to_string(items.size()) + " prompts",
+                               "at most " + std::to_string(kMaxChoices) + " (choices per request on this server)");
+  }
+  for (size_t p = 0; p < items.size(); p++) {
+    const std::string where = "prompt[" + std::to_string(p) + "]";
+    if (!items[p].is_string() && !items[p].is_array()) {
+      return WrongType(err, "prompt", "a string or an array of token ids", items[p], where);
+    }
+    out->emplace_back();
+    if (!OnePrompt(items[p], where, tokenizer, bounds, &out->back(), err)) return false;
   }
   return true;
 }
@@ -325,7 +330,7 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
     int64_t i = 0;
     if (key == "prompt") {
       if (val.is_null()) continue;
-      if (!ParsePrompt(val, tokenizer, bounds, &r.prompt_tokens, err)) return false;
+      if (!ParsePrompt(val, tokenizer, bounds, &r.prompts, err)) return false;
       has_prompt = true;
     } else if (key == "stop") {
       if (!ParseStopParam(val, bounds, &r.stop, err)) return false;
@@ -372,9 +377,19 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
   }
   if (!ParseStreamOptionsParam(stream_options, r.stream, &r.include_usage, err)) return false;
   if (!has_prompt) return Refuse(err, 400, "prompt", "you must provide a 'prompt'");
+  if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices)) {
+    // Every choice is a stream of its own.
+    return service::OutOfRange(err, "n", std::to_string(r.n) + " choices for each of " +
+                                             std::to_string(r.prompts.size()) + " prompts",
+                               "at most " + std::to_string(kMaxChoices) +
+                                   " choices in all (prompts times n) per request on this server");
+  }
   r.controls.max_new_tokens = r.max_tokens;
   if (!service::CheckMinTokens(r.controls, "max_tokens", err)) return false;
-  return CheckContext(r.prompt_tokens.size(), r.max_tokens, bounds, err);
+  for (const std::vector<int32_t>& prompt : r.prompts) {
+    if (!CheckContext(prompt.size(), r.max_tokens, bounds, err)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -389,7 +404,7 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
 
 backend::GenerationRequest ToGeneration(const CompletionRequest& req) {
   backend::GenerationRequest g = req.controls;
-  g.prompt_tokens = req.prompt_tokens;
+  g.prompt_tokens = req.prompts.at(0);
   g.max_new_tokens = req.max_tokens;
   g.temperature = service::EffectiveTemperature(req.temperature);
   g.top_p = static_cast<float>(req.top_p);

@@ -7,7 +7,7 @@
 //
 // The request is parsed once into a CompletionRequest, mapped onto our typed
 // generation request (ToGeneration) and launched through App::LaunchOpenAi:
-// one App::Launch per choice (`n`, choice i with seed + i), so the policies,
+// one App::Launch per choice (`n` per prompt, choice j with seed + j), so the policies,
 // bounds, metrics and cancellation on disconnect are those of /v1/stream; the
 // answers (n choices, logprobs) are api/openai_response.h's. The parsing
 // helpers shared with chat (api/chat.h) are declared here too. Everything the
@@ -81,7 +81,9 @@ struct SharedParams {
 // A validated completions request.
 struct CompletionRequest {
   std::string model;
-  std::vector<int32_t> prompt_tokens;  // never empty
+  // One or more prompts (an array of prompts), none empty; each is
+  // answered with n choices, prompt p's choice j at index p * n + j.
+  std::vector<std::vector<int32_t>> prompts;
   int max_tokens = kOpenAiDefaultMaxTokens;
   double temperature = 1.0;            // OpenAI's default
   double top_p = 1.0;
@@ -105,7 +107,8 @@ bool ParseCompletionRequest(std::string_view body, const tokenizer::Tokenizer& t
                             const service::RequestBounds& bounds, std::string_view model_id,
                             CompletionRequest* out, ApiError* err);
 
-// Our generation request (DESIGN.md §4) for a validated completions request:
+// Our generation request (DESIGN.md §4) for a validated completions request's
+// first prompt (the launch copies it for the others: OpenAiLaunch):
 // the sampling controls as read, max_tokens → max_new_tokens, the
 // temperature through service::EffectiveTemperature, the rest as it is.
 backend::GenerationRequest ToGeneration(const CompletionRequest& req);
@@ -152,8 +155,11 @@ std::string ModelListJson(std::string_view id, int64_t created, std::string_view
 // What the App launches for an OpenAI request of either API: the one
 // generation request every choice shares, and the response's shape.
 struct OpenAiLaunch {
-  backend::GenerationRequest request;  // choice i draws with seed + i
-  int n = 1;
+  backend::GenerationRequest request;  // choice j of each prompt draws with seed + j
+  // Completions' prompts after the first (request.prompt_tokens): each gets
+  // n choices of its own, the same request with that prompt.
+  std::vector<std::vector<int32_t>> more_prompts;
+  int n = 1;                               // choices per prompt
   bool stream = false;
   CompletionMeta meta;     // api, include_usage, logprobs, n (id, created, model: set at launch)
   std::string id_prefix;   // "cmpl-" or "chatcmpl-"

@@ -53,6 +53,8 @@ void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responde
       [this](CompletionRequest& c, http::Responder r) {
         OpenAiLaunch l;
         l.request = ToGeneration(c);
+        l.more_prompts.assign(std::make_move_iterator(c.prompts.begin() + 1),
+                              std::make_move_iterator(c.prompts.end()));
         l.n = c.n;
         l.stream = c.stream;
         l.meta.api = OpenAiApi::kCompletions;
@@ -90,14 +92,18 @@ void OpenAiEndpoints::HandleChatCompletions(const http::Request& req, http::Resp
 void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
   const service::ServiceInfo& info = service_->info();
   stream::StreamHub* hub = service_->hub();
-  // One stream per choice; choice i draws with seed + i (a seeded request's
-  // choices differ from each other and are each reproducible).
+  // One stream per choice, prompt by prompt (choice j of prompt p at index
+  // p * n + j, as OpenAI indexes them); choice j draws with seed + j (a
+  // seeded request's choices differ from each other and are each
+  // reproducible: the same as a one-prompt, one-choice request).
   std::vector<std::shared_ptr<stream::Stream>> streams;
-  for (int i = 0; i < l.n; i++) {
+  const int choices = l.n * static_cast<int>(1 + l.more_prompts.size());
+  for (int i = 0; i < choices; i++) {
     ApiError err;
     service::ParsedGeneration g;
     g.request = l.request;
-    g.request.seed += static_cast<uint64_t>(i);
+    if (i >= l.n) g.request.prompt_tokens = l.more_prompts[static_cast<size_t>(i / l.n - 1)];
+    g.request.seed += static_cast<uint64_t>(i % l.n);
     g.policy = info.default_policy;
     std::shared_ptr<stream::Stream> s = service_->Launch(std::move(g), &err);
     if (!s) {
@@ -112,7 +118,8 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
   meta.id = l.id_prefix + first_id;
   meta.created = UnixSeconds();
   meta.model = info.model;
-  meta.n = l.n;
+  meta.n = choices;
+  meta.choices_per_prompt = l.n;
   // The service holds the group under its address until it is done.
   service::Service* service = service_;
   auto done = std::make_shared<bool>(false);

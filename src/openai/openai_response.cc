@@ -286,6 +286,16 @@ void SendOpenAiError(http::Responder& r, const ApiError& e, const http::Headers&
   r.Send(e.http_status, "application/json", OpenAiErrorJson(e), h);
 }
 
+namespace {
+
+// Whether a choice's prompt tokens go into the usage: the first choice of
+// each prompt's (OpenAI counts every prompt once, every choice's tokens).
+bool CountsItsPrompt(const CompletionMeta& m, int choice) {
+  return choice % (m.choices_per_prompt > 0 ? m.choices_per_prompt : std::max(1, m.n)) == 0;
+}
+
+}  // namespace
+
 // ---- OpenAiSseFormat ---------------------------------------------------------
 
 OpenAiSseFormat::OpenAiSseFormat(CompletionMeta meta, std::string stream_id)
@@ -341,7 +351,7 @@ sse::SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std:
         if (!c.done) {
           c.done = true;
           done_++;
-          prompt_tokens_ = ev.prompt_tokens;  // the one prompt, counted once
+          if (CountsItsPrompt(meta_, choice_)) prompt_tokens_ += ev.prompt_tokens;  // each prompt once
           completion_tokens_ += ev.completion_tokens;
         }
         if (done_ < static_cast<int>(choices_.size())) return Bytes::kEvent;
@@ -386,7 +396,6 @@ stream::DeliverResult OpenAiCollector::Deliver(int choice, const stream::Event& 
   Choice& c = choices_[static_cast<size_t>(choice)];
   switch (ev.type) {
     case stream::EventType::kStart:
-      prompt_tokens_ = ev.prompt_tokens;
       break;
     case stream::EventType::kToken:
       c.text += ev.text;
@@ -395,7 +404,7 @@ stream::DeliverResult OpenAiCollector::Deliver(int choice, const stream::Event& 
     case stream::EventType::kDone:
     case stream::EventType::kError:
       if (ev.type == stream::EventType::kDone && OpenAiFinishReason(ev.finish_reason, &c.finish_reason)) {
-        prompt_tokens_ = ev.prompt_tokens;
+        if (CountsItsPrompt(meta_, choice)) prompt_tokens_ += ev.prompt_tokens;  // each prompt once
         completion_tokens_ += ev.completion_tokens;
       } else if (!failed_) {
         failed_ = true;

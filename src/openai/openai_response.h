@@ -50,6 +50,10 @@ struct CompletionMeta {
   bool include_usage = false;  // chunks carry "usage":null, then a usage chunk
   OpenAiApi api = OpenAiApi::kCompletions;
   int n = 1;             // choices, indexes 0..n-1
+  // Choices per prompt (completions' array of prompts): usage counts each
+  // prompt once, with choice i answering prompt i / choices_per_prompt.
+  // 0: every choice answers the one prompt.
+  int choices_per_prompt = 0;
   int logprobs = -1;     // -1: "logprobs": null; else alternatives per token (0..20)
 };
 

@@ -102,8 +102,9 @@ class AppServer {
   json::Value Stats() { return CallJson("GET", "/stats"); }
 
   // Sends a POST whose answer is a whole body (not a stream), waits until
-  // its stream is live, and leaves without reading: a client that gave up.
-  void PostAndLeave(const std::string& target, const std::string& body) {
+  // its `streams` streams are live, and leaves without reading: a client
+  // that gave up.
+  void PostAndLeave(const std::string& target, const std::string& body, int64_t streams = 1) {
     client::HttpClient c;
     ASSERT_TRUE(c.Connect(port()).ok());
     client::Request req;
@@ -111,7 +112,7 @@ class AppServer {
     req.target = target;
     req.body = body;
     ASSERT_TRUE(c.SendRequest(req).ok());
-    ASSERT_TRUE(WaitLive(1));
+    ASSERT_TRUE(WaitLive(streams));
     c.Close();
   }
   // Waits until exactly n streams are live.

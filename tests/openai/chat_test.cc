@@ -479,6 +479,73 @@ TEST(Chat, NChoicesAreInterleavedWithTheirIndexAndSeedPlusI) {
   EXPECT_TRUE(c.done_last);
 }
 
+// Completions with an array of prompts: n choices per prompt, choice j of
+// prompt p at index p * n + j (OpenAI's order), each the same as a
+// one-prompt request with seed + j; usage counts every prompt once.
+TEST(Chat, SeveralPromptsGetNChoicesEachIndexedPromptTimesNPlusJ) {
+  AppServer srv;
+  const std::vector<std::string> prompts = {"Hello world", "Once"};  // 2 tokens, 1 token
+  const std::string body = R"({"model":"mock-gpt2","prompt":["Hello world","Once"],"max_tokens":6,"seed":20,"n":2)";
+  json::Value v = ParseJson(srv.Call("POST", "/v1/completions", body + "}").body);
+  ASSERT_NE(v.Find("choices"), nullptr) << json::Serialize(v);
+  ASSERT_EQ(v.Find("choices")->items().size(), 4u);
+  int status = 0;
+  Choices s = ReadChoices(PostEvents(srv, "/v1/completions",
+                                     body + R"(,"stream":true,"stream_options":{"include_usage":true}})", &status),
+                          false);
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(s.text.size(), 4u);
+  EXPECT_TRUE(s.done_last);
+  for (int p = 0; p < 2; p++) {
+    for (int j = 0; j < 2; j++) {
+      const int i = p * 2 + j;
+      const json::Value& ch = v.Find("choices")->items()[static_cast<size_t>(i)];
+      EXPECT_EQ(ch.Find("index")->as_int(), i);
+      json::Value one = ParseJson(srv.Call("POST", "/v1/completions",
+                                           R"({"model":"mock-gpt2","max_tokens":6,"prompt":")" + prompts[p] +
+                                               R"(","seed":)" + std::to_string(20 + j) + "}")
+                                      .body);
+      const std::string want = one.Find("choices")->items()[0].Find("text")->as_string();
+      EXPECT_EQ(ch.Find("text")->as_string(), want) << "choice " << i;
+      EXPECT_EQ(s.text[i], want) << "streamed choice " << i;
+      EXPECT_EQ(s.finish[i], "length") << i;
+    }
+  }
+  for (const json::Value* u : {v.Find("usage"), static_cast<const json::Value*>(&s.usage)}) {
+    EXPECT_EQ(u->Find("prompt_tokens")->as_int(), 3);  // 2 + 1: each prompt once
+    EXPECT_EQ(u->Find("completion_tokens")->as_int(), 24);
+    EXPECT_EQ(u->Find("total_tokens")->as_int(), 27);
+  }
+}
+
+// A client that leaves a request of several prompts cancels every choice of
+// every prompt, streamed (after the linger) or not (at once).
+TEST(Chat, ClientDisconnectCancelsEveryChoiceOfEveryPrompt) {
+  AppServer srv({"--mock-tokens-per-s", "400"});
+  {
+    client::SseOptions o;
+    auto count = std::make_shared<int>(0);
+    o.stop_after = [count](const sse::Event&) { return ++*count == 6; };
+    client::SseClient c(o);
+    ASSERT_OK(c.Connect(srv.port()));
+    ASSERT_OK(c.Post("/v1/completions",
+                     R"({"model":"mock-gpt2","prompt":["x","y","z"],"max_tokens":5000,"stream":true})"));
+    ASSERT_TRUE(c.is_event_stream());
+    ASSERT_OK(c.ReadEvents());
+    c.http().CloseWithReset();
+  }
+  ASSERT_TRUE(srv.WaitIdle(8000));  // 5000 tokens at 400/s would take 12.5 s
+  client::Response m = srv.Call("GET", "/metrics");
+  EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 3\n"), std::string::npos)
+      << m.body.substr(0, 4000);
+  ASSERT_NO_FATAL_FAILURE(srv.PostAndLeave(
+      "/v1/completions", R"({"model":"mock-gpt2","prompt":[[1],[2]],"n":2,"max_tokens":5000})", 4));
+  ASSERT_TRUE(srv.WaitIdle(8000));
+  m = srv.Call("GET", "/metrics");
+  EXPECT_NE(m.body.find("tokenwire_client_gone_cancels_total 4\n"), std::string::npos) << m.body.substr(0, 4000);
+  EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 7\n"), std::string::npos);
+}
+
 TEST(Chat, LogprobsInBothOpenAiShapesStreamedAndNot) {
   AppServer srv;
   // Completions (legacy): tokens, token_logprobs, top_logprobs (k per token), text_offset.

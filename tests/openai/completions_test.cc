@@ -33,6 +33,9 @@ bool Parse(const std::string& body, CompletionRequest* out, ApiError* err) {
 }
 
 std::vector<int32_t> Ids(std::initializer_list<int32_t> l) { return std::vector<int32_t>(l); }
+std::vector<std::vector<int32_t>> Prompts(std::initializer_list<std::vector<int32_t>> l) {
+  return std::vector<std::vector<int32_t>>(l);
+}
 
 std::string HeaderOf(const client::ResponseHead& h, std::string_view name) {
   const std::string* v = h.Find(name);
@@ -58,7 +61,7 @@ TEST(CompletionsParse, EveryFieldIsRead) {
                     &r, &e))
       << e.message;
   EXPECT_EQ(r.model, "gpt2");
-  EXPECT_EQ(r.prompt_tokens, Ids({15496, 995}));  // "Hello" " world" (GPT-2's vocabulary)
+  EXPECT_EQ(r.prompts, Prompts({Ids({15496, 995})}));  // "Hello" " world" (GPT-2's vocabulary)
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_DOUBLE_EQ(r.temperature, 0.5);
   EXPECT_DOUBLE_EQ(r.top_p, 0.9);
@@ -102,16 +105,22 @@ TEST(CompletionsParse, PromptForms) {
   CompletionRequest r;
   ApiError e;
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":["Hello world"]})", &r, &e)) << e.message;
-  EXPECT_EQ(r.prompt_tokens, Ids({15496, 995}));
+  EXPECT_EQ(r.prompts, Prompts({Ids({15496, 995})}));
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":[15496,995,0,50256]})", &r, &e)) << e.message;
-  EXPECT_EQ(r.prompt_tokens, Ids({15496, 995, 0, 50256}));
+  EXPECT_EQ(r.prompts, Prompts({Ids({15496, 995, 0, 50256})}));
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":[[11,12]]})", &r, &e)) << e.message;
-  EXPECT_EQ(r.prompt_tokens, Ids({11, 12}));
+  EXPECT_EQ(r.prompts, Prompts({Ids({11, 12})}));
   // OpenAI's default prompt is <|endoftext|>; the literal is the special token.
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":""})", &r, &e)) << e.message;
-  EXPECT_EQ(r.prompt_tokens, Ids({50256}));
+  EXPECT_EQ(r.prompts, Prompts({Ids({50256})}));
   ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":"<|endoftext|>Hello"})", &r, &e)) << e.message;
-  EXPECT_EQ(r.prompt_tokens, Ids({50256, 15496}));
+  EXPECT_EQ(r.prompts, Prompts({Ids({50256, 15496})}));
+  // An array of prompts: each answered with n choices of its own.
+  ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":["Hello world","","x"]})", &r, &e)) << e.message;
+  EXPECT_EQ(r.prompts, Prompts({Ids({15496, 995}), Ids({50256}), Ids({87})}));
+  ASSERT_TRUE(Parse(R"({"model":"gpt2","prompt":[[11,12],[13]],"n":8})", &r, &e)) << e.message;
+  EXPECT_EQ(r.prompts, Prompts({Ids({11, 12}), Ids({13})}));
+  EXPECT_EQ(r.n, 8);
 }
 
 TEST(CompletionsParse, TranslatesToOurGenerationRequest) {
@@ -171,13 +180,16 @@ TEST(CompletionsParse, EveryRejectionNamesItsParam) {
       {R"({"model":"gpt2","prompt":null})", 400, "prompt", "",
        "you must provide a 'prompt'"},
       {R"({"model":"gpt2","prompt":5})", 400, "prompt", "",
-       "prompt: expected a string, an array of one string or an array of token ids, got the number 5"},
+       "prompt: expected a string, an array of token ids or an array of prompts, got the number 5"},
       {R"({"model":"gpt2","prompt":[]})", 400, "prompt", "",
        "'prompt' must not be an empty array"},
-      {R"({"model":"gpt2","prompt":["a","b"]})", 400, "prompt", "",
-       "this server takes one prompt per request; 'prompt' holds 2"},
-      {R"({"model":"gpt2","prompt":[[1],[2]]})", 400, "prompt", "",
-       "this server takes one prompt per request; 'prompt' holds 2"},
+      {R"({"model":"gpt2","prompt":["a",1]})", 400, "prompt", "",
+       "prompt[1]: expected a string or an array of token ids, got the number 1"},
+      {R"({"model":"gpt2","prompt":["a","b","c"],"n":6})", 400, "n", "",
+       "n: 6 choices for each of 3 prompts is out of range; expected at most 16 choices in all (prompts times n) "
+       "per request on this server"},
+      {R"({"model":"gpt2","prompt":["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"]})",
+       400, "prompt", "", "prompt: 17 prompts is out of range; expected at most 16 (choices per request on this server)"},
       {R"({"model":"gpt2","prompt":[[]]})", 400, "prompt", "",
        "'prompt[0]' must not be empty"},
       {R"({"model":"gpt2","prompt":[1,"a"]})", 400, "prompt", "",
