@@ -479,6 +479,19 @@ TEST(Chat, NChoicesAreInterleavedWithTheirIndexAndSeedPlusI) {
   EXPECT_TRUE(c.done_last);
 }
 
+// Posts a streamed request, reads six events and leaves with a reset.
+void ReadSixEventsAndReset(AppServer& srv, const std::string& target, const std::string& body) {
+  client::SseOptions o;
+  auto count = std::make_shared<int>(0);
+  o.stop_after = [count](const sse::Event&) { return ++*count == 6; };
+  client::SseClient c(o);
+  ASSERT_OK(c.Connect(srv.port()));
+  ASSERT_OK(c.Post(target, body));
+  ASSERT_TRUE(c.is_event_stream());
+  ASSERT_OK(c.ReadEvents());
+  c.http().CloseWithReset();
+}
+
 // Completions with an array of prompts: n choices per prompt, choice j of
 // prompt p at index p * n + j (OpenAI's order), each the same as a
 // one-prompt request with seed + j; usage counts every prompt once.
@@ -522,18 +535,8 @@ TEST(Chat, SeveralPromptsGetNChoicesEachIndexedPromptTimesNPlusJ) {
 // every prompt, streamed (after the linger) or not (at once).
 TEST(Chat, ClientDisconnectCancelsEveryChoiceOfEveryPrompt) {
   AppServer srv({"--mock-tokens-per-s", "400"});
-  {
-    client::SseOptions o;
-    auto count = std::make_shared<int>(0);
-    o.stop_after = [count](const sse::Event&) { return ++*count == 6; };
-    client::SseClient c(o);
-    ASSERT_OK(c.Connect(srv.port()));
-    ASSERT_OK(c.Post("/v1/completions",
-                     R"({"model":"mock-gpt2","prompt":["x","y","z"],"max_tokens":5000,"stream":true})"));
-    ASSERT_TRUE(c.is_event_stream());
-    ASSERT_OK(c.ReadEvents());
-    c.http().CloseWithReset();
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadSixEventsAndReset(
+      srv, "/v1/completions", R"({"model":"mock-gpt2","prompt":["x","y","z"],"max_tokens":5000,"stream":true})"));
   ASSERT_TRUE(srv.WaitIdle(8000));  // 5000 tokens at 400/s would take 12.5 s
   client::Response m = srv.Call("GET", "/metrics");
   EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 3\n"), std::string::npos)
@@ -681,18 +684,9 @@ TEST(Chat, AChatTemplateFileIsUsedAndABadOneFailsStartUp) {
 
 TEST(Chat, ClientDisconnectCancelsEveryChoice) {
   AppServer srv({"--mock-tokens-per-s", "400"});
-  {
-    client::SseOptions o;
-    auto count = std::make_shared<int>(0);
-    o.stop_after = [count](const sse::Event&) { return ++*count == 6; };
-    client::SseClient c(o);
-    ASSERT_OK(c.Connect(srv.port()));
-    ASSERT_OK(c.Post("/v1/chat/completions", R"({"model":"mock-gpt2","messages":[{"role":"user","content":"x"}],
-                                                 "max_tokens":5000,"n":3,"stream":true})"));
-    ASSERT_TRUE(c.is_event_stream());
-    ASSERT_OK(c.ReadEvents());
-    c.http().CloseWithReset();
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadSixEventsAndReset(srv, "/v1/chat/completions",
+                                                R"({"model":"mock-gpt2","messages":[{"role":"user","content":"x"}],
+                                                    "max_tokens":5000,"n":3,"stream":true})"));
   ASSERT_TRUE(srv.WaitIdle(8000));  // 5000 tokens at 400/s would take 12.5 s
   client::Response m = srv.Call("GET", "/metrics");
   EXPECT_NE(m.body.find("tokenwire_streams_finished_total{outcome=\"cancelled\"} 3\n"), std::string::npos)
