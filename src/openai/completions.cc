@@ -346,9 +346,7 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
       best_of = &val;  // checked against n below
     } else if (key == "echo") {
       if (val.is_null()) continue;
-      bool echo = false;
-      if (!service::ReadBool(val, key, &echo, err)) return false;
-      if (echo) return Unsupported(err, key, "echoing the prompt is not supported yet; send false or omit it");
+      if (!service::ReadBool(val, key, &r.echo, err)) return false;
     } else if (key == "suffix") {
       if (val.is_null() || (val.is_string() && val.as_string().empty())) continue;
       return Unsupported(err, key, "insertion (a suffix after the completion) is not supported: GPT-2 only continues text");
@@ -377,6 +375,20 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
   }
   if (!ParseStreamOptionsParam(stream_options, r.stream, &r.include_usage, err)) return false;
   if (!has_prompt) return Refuse(err, 400, "prompt", "you must provide a 'prompt'");
+  if (r.echo && r.logprobs >= 0) {
+    // OpenAI's answer would carry the prompt tokens' log-probabilities too.
+    return Unsupported(err, "echo",
+                       "echo with logprobs needs the prompt's log-probabilities, which are not computed yet; "
+                       "send one of them");
+  }
+  if (r.echo) {
+    // The prompt as the model read it: its tokens' bytes (a literal
+    // <|endoftext|> is the special token's text).
+    for (const std::vector<int32_t>& prompt : r.prompts) {
+      r.echo_texts.emplace_back();
+      tokenizer.Decode(prompt, &r.echo_texts.back());  // ids already checked
+    }
+  }
   if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices)) {
     // Every choice is a stream of its own.
     return service::OutOfRange(err, "n", std::to_string(r.n) + " choices for each of " +

@@ -94,6 +94,8 @@ struct CompletionRequest {
   bool include_usage = false;          // stream_options.include_usage
   int n = 1;                           // choices, 1..kMaxChoices
   int logprobs = -1;                   // -1: null; 0..kMaxLogprobs alternatives per token
+  bool echo = false;                   // each choice's text starts with its prompt's
+  std::vector<std::string> echo_texts;  // with echo: each prompt's text (its tokens decoded)
   backend::GenerationRequest controls;     // SharedParams::controls
   std::vector<std::string> unknown_fields;  // SharedParams::unknown_fields
 };

@@ -60,6 +60,7 @@ void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responde
         l.meta.api = OpenAiApi::kCompletions;
         l.meta.include_usage = c.include_usage;
         l.meta.logprobs = c.logprobs;
+        l.meta.echo = std::move(c.echo_texts);
         l.id_prefix = "cmpl-";
         Launch(std::move(l), std::move(r));
       },

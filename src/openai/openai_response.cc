@@ -290,8 +290,16 @@ namespace {
 
 // Whether a choice's prompt tokens go into the usage: the first choice of
 // each prompt's (OpenAI counts every prompt once, every choice's tokens).
-bool CountsItsPrompt(const CompletionMeta& m, int choice) {
-  return choice % (m.choices_per_prompt > 0 ? m.choices_per_prompt : std::max(1, m.n)) == 0;
+int ChoicesPerPrompt(const CompletionMeta& m) {
+  return m.choices_per_prompt > 0 ? m.choices_per_prompt : std::max(1, m.n);
+}
+
+bool CountsItsPrompt(const CompletionMeta& m, int choice) { return choice % ChoicesPerPrompt(m) == 0; }
+
+// With echo, the text a choice starts with: its prompt's; else none.
+std::string_view EchoOf(const CompletionMeta& m, int choice) {
+  const size_t prompt = static_cast<size_t>(choice / ChoicesPerPrompt(m));
+  return prompt < m.echo.size() ? std::string_view(m.echo[prompt]) : std::string_view();
 }
 
 }  // namespace
@@ -331,7 +339,12 @@ sse::SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std:
   }
   switch (ev.type) {
     case stream::EventType::kStart:
-      if (meta_.api != OpenAiApi::kChat) return Bytes::kNone;
+      if (meta_.api != OpenAiApi::kChat) {
+        // Completions' echo: the prompt is the choice's first chunk.
+        if (EchoOf(meta_, choice_).empty()) return Bytes::kNone;
+        AppendChoice(out, EchoOf(meta_, choice_), "", false);
+        return Bytes::kEvent;
+      }
       // Chat's first chunk of a choice names the role.
       AppendChoice(out, "", "", /*role=*/true);
       return Bytes::kEvent;
@@ -396,6 +409,7 @@ stream::DeliverResult OpenAiCollector::Deliver(int choice, const stream::Event& 
   Choice& c = choices_[static_cast<size_t>(choice)];
   switch (ev.type) {
     case stream::EventType::kStart:
+      c.text = EchoOf(meta_, choice);
       break;
     case stream::EventType::kToken:
       c.text += ev.text;
@@ -428,7 +442,7 @@ void OpenAiCollector::Answer() {
     }
     ChoiceJson j;
     j.index = static_cast<int>(i);
-    j.text = c.text;
+    j.text = c.text;  // with echo, the prompt's text went in first (Deliver)
     j.finish_reason = c.finish_reason;
     j.logprobs = &c.logprobs;
     out.push_back(j);

@@ -54,6 +54,9 @@ struct CompletionMeta {
   // prompt once, with choice i answering prompt i / choices_per_prompt.
   // 0: every choice answers the one prompt.
   int choices_per_prompt = 0;
+  // Completions' echo: each prompt's text, which starts its choices' text
+  // (streamed: the choice's first chunk). Empty: no echo.
+  std::vector<std::string> echo;
   int logprobs = -1;     // -1: "logprobs": null; else alternatives per token (0..20)
 };
 

@@ -531,6 +531,32 @@ TEST(Chat, SeveralPromptsGetNChoicesEachIndexedPromptTimesNPlusJ) {
   }
 }
 
+// Completions' echo: each choice's text starts with its prompt's, streamed
+// (the prompt is the choice's first chunk) and not; the completion itself is
+// that of the same request without echo.
+TEST(Chat, EchoStartsEachChoiceWithItsPrompt) {
+  AppServer srv;
+  const std::string body = R"({"model":"mock-gpt2","prompt":["Hello world",[15496]],"max_tokens":5,"seed":3,"n":2)";
+  json::Value plain = ParseJson(srv.Call("POST", "/v1/completions", body + "}").body);
+  json::Value echoed = ParseJson(srv.Call("POST", "/v1/completions", body + R"(,"echo":true})").body);
+  int status = 0;
+  Choices s = ReadChoices(PostEvents(srv, "/v1/completions", body + R"(,"echo":true,"stream":true})", &status), false);
+  ASSERT_EQ(status, 200);
+  ASSERT_NE(echoed.Find("choices"), nullptr) << json::Serialize(echoed);
+  ASSERT_EQ(echoed.Find("choices")->items().size(), 4u);
+  ASSERT_EQ(s.text.size(), 4u);
+  const char* prompts[] = {"Hello world", "Hello"};  // 15496 is "Hello"
+  for (size_t i = 0; i < 4; i++) {
+    const std::string completion = plain.Find("choices")->items()[i].Find("text")->as_string();
+    EXPECT_FALSE(completion.empty());
+    const std::string want = prompts[i / 2] + completion;
+    EXPECT_EQ(echoed.Find("choices")->items()[i].Find("text")->as_string(), want) << i;
+    EXPECT_EQ(s.text[static_cast<int>(i)], want) << i;
+  }
+  // Usage is that of the request without echo: the echoed text is not generated.
+  EXPECT_EQ(json::Serialize(*echoed.Find("usage")), json::Serialize(*plain.Find("usage")));
+}
+
 // A client that leaves a request of several prompts cancels every choice of
 // every prompt, streamed (after the linger) or not (at once).
 TEST(Chat, ClientDisconnectCancelsEveryChoiceOfEveryPrompt) {

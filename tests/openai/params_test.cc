@@ -307,15 +307,28 @@ TEST(OpenAiParams, KnownUnsupportedFieldsAreRefusedNamingThemAndWhy) {
 TEST(OpenAiParams, CompletionsOnlyFieldsEchoSuffixBestOf) {
   openai::CompletionRequest r;
   ApiError e;
-  // Accepted at the values that change nothing: echo false, suffix "", best_of == n.
+  // Accepted at the values that change nothing: suffix "", best_of == n.
   ASSERT_TRUE(ParseCompletion(Completion(R"(,"echo":false,"suffix":"","best_of":3,"n":3)"), &r, &e)) << e.message;
   EXPECT_EQ(r.n, 3);
   ASSERT_TRUE(ParseCompletion(Completion(R"(,"n":2,"best_of":2)"), &r, &e)) << e.message;
+  EXPECT_FALSE(r.echo);
+  EXPECT_TRUE(r.echo_texts.empty());
+  // echo: each prompt's text, as the model read it (its tokens decoded).
+  ASSERT_TRUE(openai::ParseCompletionRequest(R"({"model":"gpt2","echo":true,"prompt":["Hi <|endoftext|>",[15496,995],""]})",
+                                             Tok(), Bounds(), "gpt2", &r, &e))
+      << e.message;
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.echo_texts, (std::vector<std::string>{"Hi <|endoftext|>", "Hello world", "<|endoftext|>"}));
   struct Case {
     std::string extra, param, message;
   };
   for (const Case& c : std::vector<Case>{
-           {R"(,"echo":true)", "echo", "echo: echoing the prompt is not supported yet; send false or omit it"},
+           {R"(,"echo":true,"logprobs":2)", "echo",
+            "echo: echo with logprobs needs the prompt's log-probabilities, which are not computed yet; send one of "
+            "them"},
+           {R"(,"logprobs":0,"echo":true)", "echo",
+            "echo: echo with logprobs needs the prompt's log-probabilities, which are not computed yet; send one of "
+            "them"},
            {R"(,"echo":"no")", "echo", R"(echo: expected a boolean, got the string "no")"},
            {R"(,"suffix":"end")", "suffix",
             "suffix: insertion (a suffix after the completion) is not supported: GPT-2 only continues text"},
