@@ -363,15 +363,13 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
   r.n = shared.n;
   r.controls = std::move(shared.controls);
   r.unknown_fields = std::move(shared.unknown_fields);
-  if (best_of != nullptr && best_of->as_int() != r.n) {
-    // best_of == n is n choices, all returned: what n alone does.
-    if (best_of->as_int() < r.n) {
-      return service::OutOfRange(err, "best_of", std::to_string(best_of->as_int()),
-                                 "an integer >= n (" + std::to_string(r.n) + ")");
-    }
-    return Unsupported(err, "best_of",
-                       "choosing the best " + std::to_string(r.n) + " of " + std::to_string(best_of->as_int()) +
-                           " candidates is not supported yet; send best_of equal to n (or omit it)");
+  r.best_of = best_of != nullptr ? static_cast<int>(best_of->as_int()) : r.n;
+  if (r.best_of < r.n) {
+    return service::OutOfRange(err, "best_of", std::to_string(r.best_of), "an integer >= n (" + std::to_string(r.n) + ")");
+  }
+  if (r.best_of > r.n && r.stream) {
+    // As OpenAI: the best are known only when every candidate has finished.
+    return Unsupported(err, "best_of", "best_of greater than n cannot be streamed; send stream false");
   }
   if (!ParseStreamOptionsParam(stream_options, r.stream, &r.include_usage, err)) return false;
   if (!has_prompt) return Refuse(err, 400, "prompt", "you must provide a 'prompt'");
@@ -389,12 +387,13 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
       tokenizer.Decode(prompt, &r.echo_texts.back());  // ids already checked
     }
   }
-  if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices)) {
-    // Every choice is a stream of its own.
-    return service::OutOfRange(err, "n", std::to_string(r.n) + " choices for each of " +
-                                             std::to_string(r.prompts.size()) + " prompts",
-                               "at most " + std::to_string(kMaxChoices) +
-                                   " choices in all (prompts times n) per request on this server");
+  if (r.prompts.size() * static_cast<size_t>(r.best_of) > static_cast<size_t>(kMaxChoices)) {
+    // Every candidate is a stream of its own.
+    const char* field = r.best_of > r.n ? "best_of" : "n";
+    return service::OutOfRange(err, field, std::to_string(r.best_of) + " choices for each of " +
+                                               std::to_string(r.prompts.size()) + " prompts",
+                               "at most " + std::to_string(kMaxChoices) + " choices in all (prompts times " + field +
+                                   ") per request on this server");
   }
   r.controls.max_new_tokens = r.max_tokens;
   if (!service::CheckMinTokens(r.controls, "max_tokens", err)) return false;

@@ -7,7 +7,8 @@
 //
 // The request is parsed once into a CompletionRequest, mapped onto our typed
 // generation request (ToGeneration) and launched through App::LaunchOpenAi:
-// one App::Launch per choice (`n` per prompt, choice j with seed + j), so the policies,
+// one App::Launch per choice (`n` per prompt, or `best_of` candidates of
+// which the n most likely are answered; choice j with seed + j), so the policies,
 // bounds, metrics and cancellation on disconnect are those of /v1/stream; the
 // answers (n choices, logprobs) are api/openai_response.h's. The parsing
 // helpers shared with chat (api/chat.h) are declared here too. Everything the
@@ -93,6 +94,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;          // stream_options.include_usage
   int n = 1;                           // choices, 1..kMaxChoices
+  int best_of = 1;                     // candidates per prompt, >= n; the n most likely are answered
   int logprobs = -1;                   // -1: null; 0..kMaxLogprobs alternatives per token
   bool echo = false;                   // each choice's text starts with its prompt's
   std::vector<std::string> echo_texts;  // with echo: each prompt's text (its tokens decoded)
@@ -161,7 +163,10 @@ struct OpenAiLaunch {
   // Completions' prompts after the first (request.prompt_tokens): each gets
   // n choices of its own, the same request with that prompt.
   std::vector<std::vector<int32_t>> more_prompts;
-  int n = 1;                               // choices per prompt
+  int n = 1;                               // choices answered per prompt
+  // Candidates launched per prompt (>= n; best_of): the n whose tokens'
+  // log-probabilities sum highest are answered (not streamed only).
+  int candidates = 1;
   bool stream = false;
   CompletionMeta meta;     // api, include_usage, logprobs, n (id, created, model: set at launch)
   std::string id_prefix;   // "cmpl-" or "chatcmpl-"

@@ -1,5 +1,6 @@
 #include "openai/endpoints.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -56,6 +57,7 @@ void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responde
         l.more_prompts.assign(std::make_move_iterator(c.prompts.begin() + 1),
                               std::make_move_iterator(c.prompts.end()));
         l.n = c.n;
+        l.candidates = c.best_of;
         l.stream = c.stream;
         l.meta.api = OpenAiApi::kCompletions;
         l.meta.include_usage = c.include_usage;
@@ -80,6 +82,7 @@ void OpenAiEndpoints::HandleChatCompletions(const http::Request& req, http::Resp
         OpenAiLaunch l;
         l.request = ChatToGeneration(c);
         l.n = c.shared.n;
+        l.candidates = c.shared.n;
         l.stream = c.shared.stream;
         l.meta.api = OpenAiApi::kChat;
         l.meta.include_usage = c.include_usage;
@@ -97,14 +100,18 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
   // p * n + j, as OpenAI indexes them); choice j draws with seed + j (a
   // seeded request's choices differ from each other and are each
   // reproducible: the same as a one-prompt, one-choice request).
+  // With best_of, each prompt's candidates are launched alike and carry
+  // their tokens' log-probabilities (the answer picks the n most likely).
   std::vector<std::shared_ptr<stream::Stream>> streams;
-  const int choices = l.n * static_cast<int>(1 + l.more_prompts.size());
+  const int per_prompt = std::max(l.n, l.candidates);
+  const int choices = per_prompt * static_cast<int>(1 + l.more_prompts.size());
   for (int i = 0; i < choices; i++) {
     ApiError err;
     service::ParsedGeneration g;
     g.request = l.request;
-    if (i >= l.n) g.request.prompt_tokens = l.more_prompts[static_cast<size_t>(i / l.n - 1)];
-    g.request.seed += static_cast<uint64_t>(i % l.n);
+    if (i >= per_prompt) g.request.prompt_tokens = l.more_prompts[static_cast<size_t>(i / per_prompt - 1)];
+    g.request.seed += static_cast<uint64_t>(i % per_prompt);
+    if (per_prompt > l.n) g.request.logprobs = std::max(0, g.request.logprobs);
     g.policy = info.default_policy;
     std::shared_ptr<stream::Stream> s = service_->Launch(std::move(g), &err);
     if (!s) {
@@ -120,7 +127,8 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
   meta.created = UnixSeconds();
   meta.model = info.model;
   meta.n = choices;
-  meta.choices_per_prompt = l.n;
+  meta.choices_per_prompt = per_prompt;
+  meta.answered_per_prompt = l.n;
   // The service holds the group under its address until it is done.
   service::Service* service = service_;
   auto done = std::make_shared<bool>(false);

@@ -304,6 +304,21 @@ std::string_view EchoOf(const CompletionMeta& m, int choice) {
 
 }  // namespace
 
+std::vector<int> PickBest(const std::vector<double>& sums, int per_prompt, int keep) {
+  std::vector<int> out;
+  for (size_t first = 0; first < sums.size(); first += static_cast<size_t>(per_prompt)) {
+    std::vector<int> row;
+    for (size_t i = first; i < std::min(sums.size(), first + static_cast<size_t>(per_prompt)); i++) {
+      row.push_back(static_cast<int>(i));
+    }
+    std::stable_sort(row.begin(), row.end(),
+                     [&](int a, int b) { return sums[static_cast<size_t>(a)] > sums[static_cast<size_t>(b)]; });
+    row.resize(std::min(row.size(), static_cast<size_t>(keep)));
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
 // ---- OpenAiSseFormat ---------------------------------------------------------
 
 OpenAiSseFormat::OpenAiSseFormat(CompletionMeta meta, std::string stream_id)
@@ -413,6 +428,7 @@ stream::DeliverResult OpenAiCollector::Deliver(int choice, const stream::Event& 
       break;
     case stream::EventType::kToken:
       c.text += ev.text;
+      if (ev.logprobs) c.logprob_sum += ev.logprobs->sampled.logprob;
       if (meta_.logprobs >= 0 && ev.logprobs) c.logprobs.push_back(ev.logprobs);
       break;
     case stream::EventType::kDone:
@@ -433,13 +449,22 @@ void OpenAiCollector::Answer() {
   if (answered_) return;
   answered_ = true;
   std::vector<ChoiceJson> out;
+  std::vector<int> answered;  // candidate indexes, in answer order
+  if (meta_.answered_per_prompt > 0) {
+    std::vector<double> sums;
+    for (const Choice& c : choices_) sums.push_back(c.logprob_sum);
+    answered = PickBest(sums, ChoicesPerPrompt(meta_), meta_.answered_per_prompt);
+  } else {
+    for (size_t i = 0; i < choices_.size(); i++) answered.push_back(static_cast<int>(i));
+  }
   for (size_t i = 0; i < choices_.size() && !failed_; i++) {
-    const Choice& c = choices_[i];
-    if (c.finish_reason.empty()) {
+    if (choices_[i].finish_reason.empty()) {
       failed_ = true;
       error_ = ApiError::Make(ErrorCode::kInternal, "the stream ended without a finish reason");
-      break;
     }
+  }
+  for (size_t i = 0; i < answered.size() && !failed_; i++) {
+    const Choice& c = choices_[static_cast<size_t>(answered[i])];
     ChoiceJson j;
     j.index = static_cast<int>(i);
     j.text = c.text;  // with echo, the prompt's text went in first (Deliver)

@@ -54,6 +54,10 @@ struct CompletionMeta {
   // prompt once, with choice i answering prompt i / choices_per_prompt.
   // 0: every choice answers the one prompt.
   int choices_per_prompt = 0;
+  // best_of (collected answers only): per prompt, the answered_per_prompt
+  // candidates whose tokens' log-probabilities sum highest, re-indexed
+  // 0..; usage still counts every candidate. 0: every choice is answered.
+  int answered_per_prompt = 0;
   // Completions' echo: each prompt's text, which starts its choices' text
   // (streamed: the choice's first chunk). Empty: no echo.
   std::vector<std::string> echo;
@@ -181,6 +185,7 @@ class OpenAiCollector {
     std::string text;
     LogprobRun logprobs;
     std::string finish_reason;  // OpenAI's, from the done event
+    double logprob_sum = 0;     // of its tokens (best_of ranks by it)
   };
 
   http::Responder responder_;
@@ -193,6 +198,11 @@ class OpenAiCollector {
   bool answered_ = false;
   ApiError error_;
 };
+
+// best_of's pick: of `sums` (each candidate's summed log-probability, the
+// candidates of each prompt in a row of `per_prompt`), the `keep` highest of
+// each prompt (ties: the lower index), most likely first; candidate indexes.
+std::vector<int> PickBest(const std::vector<double>& sums, int per_prompt, int keep);
 
 // One OpenAI request's choices (n streams) and its one response (above).
 // Made by the App, kept alive in its subscriptions until on_done.

@@ -557,6 +557,28 @@ TEST(Chat, EchoStartsEachChoiceWithItsPrompt) {
   EXPECT_EQ(json::Serialize(*echoed.Find("usage")), json::Serialize(*plain.Find("usage")));
 }
 
+// best_of: best_of candidates per prompt, the n most likely answered (the
+// mock gives every token log P = log 1/2: equal lengths tie, and ties keep
+// the lower candidate, so the answer is the first n candidates); usage
+// counts every candidate; logprobs stay null unless asked.
+TEST(Chat, BestOfAnswersNOfTheCandidatesAndCountsThemAll) {
+  AppServer srv;
+  const std::string body = R"({"model":"mock-gpt2","prompt":["Hello world","Hi"],"max_tokens":4,"seed":30,"n":2)";
+  json::Value best = ParseJson(srv.Call("POST", "/v1/completions", body + R"(,"best_of":3})").body);
+  json::Value plain = ParseJson(srv.Call("POST", "/v1/completions", body + "}").body);
+  ASSERT_NE(best.Find("choices"), nullptr) << json::Serialize(best);
+  ASSERT_EQ(best.Find("choices")->items().size(), 4u);
+  for (size_t i = 0; i < 4; i++) {
+    const json::Value& ch = best.Find("choices")->items()[i];
+    EXPECT_EQ(ch.Find("index")->as_int(), static_cast<int64_t>(i));
+    EXPECT_TRUE(ch.Find("logprobs")->is_null());
+    EXPECT_EQ(ch.Find("text")->as_string(), plain.Find("choices")->items()[i].Find("text")->as_string()) << i;
+  }
+  EXPECT_EQ(best.Find("usage")->Find("prompt_tokens")->as_int(), 3);       // each prompt once
+  EXPECT_EQ(best.Find("usage")->Find("completion_tokens")->as_int(), 24);  // 2 prompts x 3 candidates x 4
+  EXPECT_EQ(srv.Call("POST", "/v1/completions", body + R"(,"best_of":3,"stream":true})").head.status, 400);
+}
+
 // A client that leaves a request of several prompts cancels every choice of
 // every prompt, streamed (after the linger) or not (at once).
 TEST(Chat, ClientDisconnectCancelsEveryChoiceOfEveryPrompt) {

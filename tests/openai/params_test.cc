@@ -311,6 +311,19 @@ TEST(OpenAiParams, CompletionsOnlyFieldsEchoSuffixBestOf) {
   ASSERT_TRUE(ParseCompletion(Completion(R"(,"echo":false,"suffix":"","best_of":3,"n":3)"), &r, &e)) << e.message;
   EXPECT_EQ(r.n, 3);
   ASSERT_TRUE(ParseCompletion(Completion(R"(,"n":2,"best_of":2)"), &r, &e)) << e.message;
+  EXPECT_EQ(r.best_of, 2);
+  // best_of > n: that many candidates per prompt, not streamed.
+  ASSERT_TRUE(ParseCompletion(Completion(R"(,"best_of":5,"n":2,"stream":false)"), &r, &e)) << e.message;
+  EXPECT_EQ(r.best_of, 5);
+  EXPECT_EQ(r.n, 2);
+  ASSERT_TRUE(ParseCompletion(Completion(""), &r, &e)) << e.message;
+  EXPECT_EQ(r.best_of, 1);
+  EXPECT_FALSE(openai::ParseCompletionRequest(R"({"model":"gpt2","prompt":["a","b"],"best_of":9})", Tok(), Bounds(),
+                                              "gpt2", &r, &e));
+  EXPECT_EQ(e.param, "best_of");
+  EXPECT_EQ(e.message,
+            "best_of: 9 choices for each of 2 prompts is out of range; expected at most 16 choices in all (prompts "
+            "times best_of) per request on this server");
   EXPECT_FALSE(r.echo);
   EXPECT_TRUE(r.echo_texts.empty());
   // echo: each prompt's text, as the model read it (its tokens decoded).
@@ -332,8 +345,8 @@ TEST(OpenAiParams, CompletionsOnlyFieldsEchoSuffixBestOf) {
            {R"(,"echo":"no")", "echo", R"(echo: expected a boolean, got the string "no")"},
            {R"(,"suffix":"end")", "suffix",
             "suffix: insertion (a suffix after the completion) is not supported: GPT-2 only continues text"},
-           {R"(,"best_of":3)", "best_of",
-            "best_of: choosing the best 1 of 3 candidates is not supported yet; send best_of equal to n (or omit it)"},
+           {R"(,"best_of":3,"stream":true)", "best_of",
+            "best_of: best_of greater than n cannot be streamed; send stream false"},
            {R"(,"best_of":2,"n":3)", "best_of", "best_of: 2 is out of range; expected an integer >= n (3)"},
            {R"(,"n":3,"best_of":2)", "best_of", "best_of: 2 is out of range; expected an integer >= n (3)"},
            {R"(,"best_of":0)", "best_of",
@@ -346,6 +359,13 @@ TEST(OpenAiParams, CompletionsOnlyFieldsEchoSuffixBestOf) {
     EXPECT_EQ(e.param, c.param) << c.extra;
     EXPECT_EQ(e.message, c.message) << c.extra;
   }
+}
+
+TEST(OpenAiParams, BestOfPicksTheMostLikelyOfEachPromptFirst) {
+  // Two prompts of three candidates: the two highest sums of each, best first; ties keep the lower index.
+  EXPECT_EQ(openai::PickBest({-5, -1, -3, -2, -2, -9}, 3, 2), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(openai::PickBest({-1, -1, -1}, 3, 1), (std::vector<int>{0}));
+  EXPECT_EQ(openai::PickBest({-4, -2}, 2, 2), (std::vector<int>{1, 0}));
 }
 
 }  // namespace
