@@ -1,10 +1,8 @@
 #include "stream/hub.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
-#include <cerrno>
 
+#include "common/random.h"
 #include "net/event_loop.h"
 
 namespace tw::stream {
@@ -75,24 +73,9 @@ StreamHub::~StreamHub() {
 }
 
 std::string StreamHub::NewId() {
-  unsigned char raw[16];
-  size_t got = 0;
-  while (got < sizeof(raw)) {
-    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;  // cannot happen on Linux >= 3.17 once the pool is initialised
-    }
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
   std::string id = "s_";
   if (!instance_tag_.empty()) id += instance_tag_ + "_";
-  for (unsigned char b : raw) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
+  return id + RandomHex(16);
 }
 
 std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
