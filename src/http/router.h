@@ -25,6 +25,8 @@ class Router {
   void Add(std::string method, std::string pattern, Handler handler);
   // Calls the matching handler, or answers 404/405 through responder.
   void Dispatch(const Request& request, Responder responder) const;
+  // Whether some route (of any method) matches `path`: false is the 404.
+  bool HasPath(std::string_view path) const;
 
  private:
   struct Segment {
