@@ -173,6 +173,15 @@ $(BUILD)/lib/$(1).a: $(call layer_objs,$(1))
 endef
 $(foreach l,$(OWN_LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
+# The commit GET /version names (src/app/version.h): <build>/gen/tw_commit.h,
+# rewritten only when `git describe` says something new, so an unchanged
+# tree recompiles nothing and a new commit recompiles one file.
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(shell mkdir -p $(PLAIN_BUILD)/gen && printf '\043define TW_GIT_COMMIT "%s"\n' '$(GIT_COMMIT)' > $(PLAIN_BUILD)/gen/tw_commit.h.new && \
+  (cmp -s $(PLAIN_BUILD)/gen/tw_commit.h.new $(PLAIN_BUILD)/gen/tw_commit.h || mv $(PLAIN_BUILD)/gen/tw_commit.h.new $(PLAIN_BUILD)/gen/tw_commit.h); \
+  rm -f $(PLAIN_BUILD)/gen/tw_commit.h.new)
+$(PLAIN_BUILD)/obj/src/app/version.o: CXXFLAGS += -I$(PLAIN_BUILD)/gen
+
 # ---- binaries ----------------------------------------------------------------
 
 $(BUILD)/tokenwire: $(PLAIN_BUILD)/obj/src/main.o $(LAYER_LIBS) $(EMU_LIB)

@@ -78,7 +78,7 @@ std::string StreamHub::NewId() {
   return id + RandomHex(16);
 }
 
-std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
+std::shared_ptr<Stream> StreamHub::Create(Policy policy, std::string request_id) {
   if (entries_.size() >= options_.max_streams) return nullptr;
   std::string id = NewId();
   StreamLimits limits = options_.stream_limits;
@@ -101,6 +101,7 @@ std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
   e.stream = s;
   e.policy = policy;
   e.lab = IsLabPolicy(policy);
+  e.request_id = std::move(request_id);
   counters_.streams_created++;
   return s;
 }
@@ -236,7 +237,8 @@ void StreamHub::CancelGeneration(Entry& e, const char* reason) {
   e.cancel_sent = true;
   e.cancel_at = Clock::now();
   e.cancel_reason = reason;
-  LogIf(options_.log, LogLevel::kInfo, "cancel", {{"stream", e.stream->id()}, {"reason", reason}});
+  LogIf(options_.log, LogLevel::kInfo, "cancel",
+        {{"stream", e.stream->id()}, {"reason", reason}, {"request_id", RequestIdField(e)}});
   producer_->Cancel(e.stream->id());
 }
 
@@ -248,9 +250,15 @@ void StreamHub::EndSlow(Entry& e, size_t index, const ApiError& end) {
         {{"stream", e.stream->id()},
          {"reason", "slow_client"},
          {"policy", PolicyName(e.policy)},
-         {"resume_from", end.resume_from}});
+         {"resume_from", end.resume_from},
+         {"request_id", RequestIdField(e)}});
   RemoveSub(e, index);
   t->End(end);
+}
+
+// A stream's request id as a log field: absent when it has none.
+std::string_view StreamHub::RequestIdField(const Entry& e) {
+  return e.request_id.empty() ? std::string_view() : std::string_view(e.request_id);
 }
 
 void StreamHub::LogOutcome(const Entry& e) {
@@ -264,6 +272,7 @@ void StreamHub::LogOutcome(const Entry& e) {
   options_.log->Log(
       LogLevel::kInfo, "stream",
       {{"stream", e.stream->id()},
+       {"request_id", RequestIdField(e)},
        {"finish_reason", error ? "error" : FinishReasonName(last ? last->finish_reason : FinishReason::kCancelled)},
        {"error", error_type},
        {"prompt_tokens", last ? last->prompt_tokens : 0},
