@@ -139,9 +139,8 @@ Status App::Init(bool watch_signals) {
                                         "Requests whose client left before a prep thread took them: never parsed.");
 
   // The chat template before the model: a bad file fails at once, naming its line and byte.
-  openai::ChatTemplate chat_template = openai::ChatTemplate::Plain();
   if (!config_.chat_template_path.empty()) {
-    if (Status s = openai::ChatTemplate::Load(config_.chat_template_path, &chat_template); !s.ok()) return s;
+    if (Status s = openai::ChatTemplate::Load(config_.chat_template_path, &chat_template_); !s.ok()) return s;
   }
   if (Status s = MakeBackend(config_, &tokenizer_, &metrics_, log_.get(), &backend_, &backend_info_); !s.ok()) return s;
 
@@ -159,7 +158,7 @@ Status App::Init(bool watch_signals) {
   bounds.vocab_size = static_cast<int>(tokenizer_.vocab_size());
   stream::ParsePolicy(config_.policy, &info_.default_policy, /*allow_lab=*/config_.lab);
   info_.heartbeat_ms = config_.heartbeat_ms;
-  openai_ = std::make_unique<openai::OpenAiEndpoints>(this, std::move(chat_template));
+  openai_ = std::make_unique<openai::OpenAiEndpoints>(this, chat_template_);
 
   stream::HubOptions ho;
   ho.policy = info_.default_policy;

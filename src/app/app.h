@@ -129,6 +129,9 @@ class App : public service::Service {
   // The text of a JSON array of token ids of this vocabulary, or 422
   // naming the first that is not one.
   bool DetokenizeTo(const json::Value& tokens, std::string* text, ApiError* err) const;
+  // vLLM's /tokenize of chat `messages`: the prompt chat completions would
+  // render from them, tokenized.
+  bool ChatPromptTokens(const json::Value& messages, std::vector<tokenizer::TokenId>* ids, ApiError* err) const;
 
   static ApiError PrepOverloaded();
   // A body of at least this many bytes is a large prep job: small ones are
@@ -152,6 +155,9 @@ class App : public service::Service {
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<stream::StreamHub> hub_;
   std::unique_ptr<openai::OpenAiEndpoints> openai_;
+  // The chat template (--chat-template): chat completions' (a copy in
+  // openai_) and /tokenize's messages. Set in Init, read-only after.
+  openai::ChatTemplate chat_template_ = openai::ChatTemplate::Plain();
   std::unordered_map<void*, std::shared_ptr<void>> subscriptions_;  // keeps transports alive
   std::atomic<int> port_{0};
   bool shutting_down_ = false;

@@ -13,6 +13,7 @@
 #include "app/version.h"
 #include "backend/mock_backend.h"
 #include "json/json.h"
+#include "openai/chat.h"
 #include "openai/completions.h"
 #include "sse/sse_subscription.h"
 #include "ws/echo_endpoint.h"
@@ -326,9 +327,21 @@ const json::Value* VllmField(const json::Value& v, const std::string& key, bool 
 
 void App::HandleVllmTokenize(const http::Request& req, http::Responder r) {
   AnswerJsonOffLoop(req, std::move(r), [this](const json::Value& v, std::string* out, ApiError* err) {
-    if (!CheckVllmFields(v, {"prompt", "add_special_tokens"}, info_.model, err)) return false;
-    const json::Value* prompt = VllmField(v, "prompt", &json::Value::is_string, "a string", err);
-    if (prompt == nullptr) return false;
+    if (!CheckVllmFields(v, {"prompt", "messages", "add_special_tokens"}, info_.model, err)) return false;
+    std::vector<tokenizer::TokenId> ids;
+    if (v.Find("messages") != nullptr && v.Find("prompt") == nullptr) {
+      if (!ChatPromptTokens(*v.Find("messages"), &ids, err)) return false;
+    } else {
+      const json::Value* prompt = VllmField(v, "prompt", &json::Value::is_string, "a string", err);
+      if (prompt == nullptr) return false;
+      if (v.Find("messages") != nullptr) {
+        *err = ApiError::Make(ErrorCode::kInvalidRequest, "give 'prompt' or 'messages', not both");
+        err->param = "messages";
+        return false;
+      }
+      // As completions read a prompt: "<|endoftext|>" is the special token.
+      ids = tokenizer_.EncodeWithSpecial(prompt->as_string());
+    }
     // GPT-2's tokenizer adds no special token either way; the field is
     // checked and changes nothing.
     const json::Value* special = v.Find("add_special_tokens");
@@ -336,8 +349,6 @@ void App::HandleVllmTokenize(const http::Request& req, http::Responder r) {
         !VllmField(v, "add_special_tokens", &json::Value::is_bool, "a boolean", err)) {
       return false;
     }
-    // As completions read a prompt: "<|endoftext|>" is the special token.
-    std::vector<tokenizer::TokenId> ids = tokenizer_.EncodeWithSpecial(prompt->as_string());
     json::Writer w(out);
     w.BeginObject();
     w.Key("count");
@@ -348,6 +359,21 @@ void App::HandleVllmTokenize(const http::Request& req, http::Responder r) {
     w.EndObject();
     return true;
   });
+}
+
+bool App::ChatPromptTokens(const json::Value& messages, std::vector<tokenizer::TokenId>* ids, ApiError* err) const {
+  // Through chat completions' own parser, so the messages are checked and
+  // rendered exactly as a chat request's (max_tokens 1: the prompt must
+  // leave room for one token, as it must to be completed).
+  std::string chat = "{\"model\":";
+  http::AppendJsonString(&chat, info_.model);
+  chat += ",\"max_tokens\":1,\"messages\":" + json::Serialize(messages) + "}";
+  openai::ChatRequest parsed;
+  if (!openai::ParseChatRequest(chat, tokenizer_, info_.bounds, info_.model, chat_template_, &parsed, err)) {
+    return false;
+  }
+  *ids = std::move(parsed.prompt_tokens);
+  return true;
 }
 
 void App::HandleVllmDetokenize(const http::Request& req, http::Responder r) {

@@ -247,6 +247,23 @@ TEST(VllmPaths, TokenizeAndDetokenizeRoundTripBehindTheKey) {
   EXPECT_EQ(r.body, R"({"count":1,"max_model_len":1073741824,"tokens":[50256]})");
 }
 
+TEST(VllmPaths, TokenizeRendersChatMessagesThroughTheChatTemplate) {
+  ServerChild s(Flags({}));
+  ASSERT_NE(s.port(), 0) << s.Log();
+  client::Response chat =
+      Call(s, "POST", "/tokenize", R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]})");
+  EXPECT_EQ(chat.head.status, 200) << chat.body;
+  // The plain template: "{system}\n\n", "User: {content}\n", then "Assistant:".
+  client::Response text = Call(s, "POST", "/tokenize", R"({"prompt":"Be brief.\n\nUser: Hi\nAssistant:"})");
+  EXPECT_EQ(chat.body, text.body);
+  EXPECT_NE(chat.body.find("\"count\":"), std::string::npos) << chat.body;
+  client::Response r = Call(s, "POST", "/tokenize", R"({"messages":[{"role":"robot","content":"x"}]})");
+  EXPECT_EQ(r.head.status, 400);
+  EXPECT_NE(r.body.find(R"("param":"messages[0].role")"), std::string::npos) << r.body;
+  r = Call(s, "POST", "/tokenize", R"({"prompt":"x","messages":[]})");
+  EXPECT_EQ(r.body, R"({"error":{"message":"give 'prompt' or 'messages', not both","type":"invalid_request_error","param":"messages","code":null}})");
+}
+
 TEST(VllmPaths, BadInputIsRefusedInOpenAisEnvelope) {
   ServerChild s(Flags({}));
   ASSERT_NE(s.port(), 0) << s.Log();
