@@ -240,6 +240,24 @@ TEST(ServerEdges, AHeadThatCannotBeReadGetsAServerIdAndTheDefaultPath) {
   EXPECT_EQ(r.Header("Vary"), "");
 }
 
+TEST(ServerEdges, AProtocolSwitchCarriesThemToo) {
+  ServerFixture f(EdgeOptions());
+  f.router().Add("GET", "/up", [](const http::Request&, http::Responder r) {
+    r.Upgrade("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n",
+              [](net::Connection*, std::string) { return std::unique_ptr<net::ConnectionHandler>(); });
+  });
+  ASSERT_TRUE(f.Start());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(f.port()));
+  ASSERT_TRUE(c.SendAll(Get("/up", "Origin: https://a.example\r\nX-Request-Id: up-1\r\n")));
+  ClientResponse r;
+  ASSERT_TRUE(c.ReadResponse(&r));
+  EXPECT_EQ(r.status, 101);
+  EXPECT_EQ(r.Header("Upgrade"), "x");
+  EXPECT_EQ(r.Header("X-Request-Id"), "up-1");
+  EXPECT_EQ(r.Header("Access-Control-Allow-Origin"), "https://a.example");
+}
+
 TEST(RouterHasPath, IsTrueForAPathAnyMethodServes) {
   http::Router router;
   router.Add("GET", "/v1/models/{id}", [](const http::Request&, http::Responder) {});
