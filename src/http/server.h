@@ -188,9 +188,10 @@ class Responder {
 
   // Complete response with Content-Length.
   void Send(int status, std::string content_type, std::string body, const Headers& extra_headers = {});
-  // DESIGN.md §4 envelope {"error":{"type","message","retryable",…}} for
-  // an ApiError: its status, its fields, and Retry-After (seconds, rounded
-  // up) when it has retry_after_ms. The one way an error is answered.
+  // An ApiError as a JSON answer: its status, the body ServerOptions::
+  // error_body makes for the request's path (else DESIGN.md §4's envelope
+  // {"error":{"type","message","retryable",…}}), and Retry-After (seconds,
+  // rounded up) when it has retry_after_ms. The one way an error is answered.
   void SendError(const ApiError& e, const Headers& extra_headers = {});
   // Response head with Transfer-Encoding: chunked; the body follows through
   // the returned writer.
