@@ -117,11 +117,12 @@ TEST(Cors, AnOriginNotAllowedGetsNoAllowOriginAndItsPreflightIsNotAnswered) {
   EXPECT_EQ(H(r, "Access-Control-Allow-Methods"), "<absent>");
 }
 
-TEST(Cors, WithoutTheFlagNoCorsHeaderIsSent) {
+TEST(Cors, WithoutTheFlagAnswersCarryTheRequestIdButNoCorsHeader) {
   ServerChild s(Flags({}));
   ASSERT_NE(s.port(), 0) << s.Log();
   for (const char* path : {"/v1/models", "/v1/nope"}) {
-    client::Response r = Call(s, "GET", path, "", {{"Origin", kPage}});
+    client::Response r = Call(s, "GET", path, "", {{"Origin", kPage}, {"X-Request-Id", "no-cors"}});
+    EXPECT_EQ(H(r, "X-Request-Id"), "no-cors") << path;
     EXPECT_EQ(H(r, "Access-Control-Allow-Origin"), "<absent>") << path;
     EXPECT_EQ(H(r, "Vary"), "<absent>") << path;
     EXPECT_EQ(H(r, "Access-Control-Expose-Headers"), "<absent>") << path;
@@ -223,6 +224,7 @@ TEST(VllmPaths, HealthAndVersionAreOpen) {
   EXPECT_EQ(H(r, "Content-Type"), "application/json");
   json::Value v = testing::ParseJson(r.body);
   ASSERT_TRUE(v.is_object()) << r.body;
+  for (const char* key : {"version", "commit", "model", "backend"}) ASSERT_NE(v.Find(key), nullptr) << key << " in " << r.body;
   EXPECT_EQ(v.Find("version")->as_string(), "0.1.0");
   EXPECT_FALSE(v.Find("commit")->as_string().empty());
   EXPECT_EQ(v.Find("model")->as_string(), "mock-gpt2");
@@ -313,9 +315,12 @@ TEST(OpenAiEnvelope, OurOwnRoutesKeepOurs) {
   r = Call(s, "GET", "/v1/streams/s_nope", "", auth);
   EXPECT_EQ(r.head.status, 404);
   EXPECT_EQ(r.body.rfind(R"({"error":{"type":"not_found",)", 0), 0u) << r.body;
-  r = Call(s, "POST", "/v1/stream", std::string(65, ' '), auth);
+  Headers with_id = auth;
+  with_id.emplace_back("X-Request-Id", "big-body");
+  r = Call(s, "POST", "/v1/stream", std::string(65, ' '), with_id);
   EXPECT_EQ(r.head.status, 413);
   EXPECT_EQ(r.body.rfind(R"({"error":{"type":"payload_too_large",)", 0), 0u) << r.body;
+  EXPECT_EQ(H(r, "X-Request-Id"), "big-body");  // a 413 knows its request
 }
 
 }  // namespace
