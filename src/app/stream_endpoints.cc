@@ -34,6 +34,15 @@ ApiError UnknownStream(const std::string& id) {
   return ApiError::Make(ErrorCode::kNotFound, "unknown or expired stream '" + id + "'");
 }
 
+// {"<key>": text}: a detokenized text (invalid UTF-8 becomes U+FFFD).
+void WriteTextObject(std::string* out, const char* key, const std::string& text) {
+  json::Writer w(out);
+  w.BeginObject();
+  w.Key(key);
+  w.String(text);
+  w.EndObject();
+}
+
 void WriteTokens(json::Writer& w, const std::vector<tokenizer::TokenId>& ids) {
   w.Key("tokens");
   w.BeginArray();
@@ -257,11 +266,7 @@ void App::HandleDetokenize(const http::Request& req, http::Responder r) {
     }
     std::string text;
     if (!DetokenizeTo(*toks, &text, err)) return false;
-    json::Writer w(out);
-    w.BeginObject();
-    w.Key("text");
-    w.String(text);
-    w.EndObject();
+    WriteTextObject(out, "text", text);
     return true;
   });
 }
@@ -382,11 +387,7 @@ void App::HandleVllmDetokenize(const http::Request& req, http::Responder r) {
     const json::Value* toks = VllmField(v, "tokens", &json::Value::is_array, "an array of token ids", err);
     std::string text;
     if (toks == nullptr || !DetokenizeTo(*toks, &text, err)) return false;
-    json::Writer w(out);
-    w.BeginObject();
-    w.Key("prompt");
-    w.String(text);
-    w.EndObject();
+    WriteTextObject(out, "prompt", text);
     return true;
   });
 }

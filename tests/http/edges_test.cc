@@ -168,6 +168,17 @@ http::ServerOptions EdgeOptions() {
   return o;
 }
 
+// Starts `f`, sends `request` on a new connection, and reads one answer.
+ClientResponse OneExchange(ServerFixture& f, std::string_view request) {
+  ClientResponse r;
+  RawClient c;
+  EXPECT_TRUE(f.Start());
+  EXPECT_TRUE(c.Connect(f.port()));
+  EXPECT_TRUE(c.SendAll(request));
+  EXPECT_TRUE(c.ReadResponse(&r));
+  return r;
+}
+
 TEST(ServerEdges, EveryAnswerCarriesTheRequestIdAndCorsHeaders) {
   ServerFixture f(EdgeOptions());
   f.router().Add("GET", "/hello", [](const http::Request&, http::Responder r) { r.Send(200, "text/plain", "hi"); });
@@ -212,13 +223,8 @@ TEST(ServerEdges, EveryAnswerCarriesTheRequestIdAndCorsHeaders) {
 TEST(ServerEdges, ABodyOverItsBoundIsAnsweredKnowingItsRequest) {
   ServerFixture f(EdgeOptions());
   f.router().Add("POST", "/other/x", [](const http::Request&, http::Responder r) { r.Send(200, "text/plain", "x"); });
-  ASSERT_TRUE(f.Start());
-  RawClient c;
-  ASSERT_TRUE(c.Connect(f.port()));
-  ASSERT_TRUE(c.SendAll("POST /other/x HTTP/1.1\r\nHost: t\r\nOrigin: https://a.example\r\nX-Request-Id: big-1\r\n"
-                        "Content-Length: 17\r\n\r\n"));
-  ClientResponse r;
-  ASSERT_TRUE(c.ReadResponse(&r));
+  ClientResponse r = OneExchange(f, "POST /other/x HTTP/1.1\r\nHost: t\r\nOrigin: https://a.example\r\n"
+                                    "X-Request-Id: big-1\r\nContent-Length: 17\r\n\r\n");
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(r.body, "{\"other\":\"payload_too_large\"}");
   EXPECT_EQ(r.Header("X-Request-Id"), "big-1");
@@ -228,12 +234,7 @@ TEST(ServerEdges, ABodyOverItsBoundIsAnsweredKnowingItsRequest) {
 
 TEST(ServerEdges, AHeadThatCannotBeReadGetsAServerIdAndTheDefaultPath) {
   ServerFixture f(EdgeOptions());
-  ASSERT_TRUE(f.Start());
-  RawClient c;
-  ASSERT_TRUE(c.Connect(f.port()));
-  ASSERT_TRUE(c.SendAll("GET /other/x HTTP/1.1\r\nHost: t\r\nbad header\r\n\r\n"));
-  ClientResponse r;
-  ASSERT_TRUE(c.ReadResponse(&r));
+  ClientResponse r = OneExchange(f, "GET /other/x HTTP/1.1\r\nHost: t\r\nbad header\r\n\r\n");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body, "{\"ours\":1}");
   EXPECT_TRUE(IsServerId(r.Header("X-Request-Id"))) << r.Header("X-Request-Id");
@@ -246,12 +247,7 @@ TEST(ServerEdges, AProtocolSwitchCarriesThemToo) {
     r.Upgrade("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n",
               [](net::Connection*, std::string) { return std::unique_ptr<net::ConnectionHandler>(); });
   });
-  ASSERT_TRUE(f.Start());
-  RawClient c;
-  ASSERT_TRUE(c.Connect(f.port()));
-  ASSERT_TRUE(c.SendAll(Get("/up", "Origin: https://a.example\r\nX-Request-Id: up-1\r\n")));
-  ClientResponse r;
-  ASSERT_TRUE(c.ReadResponse(&r));
+  ClientResponse r = OneExchange(f, Get("/up", "Origin: https://a.example\r\nX-Request-Id: up-1\r\n"));
   EXPECT_EQ(r.status, 101);
   EXPECT_EQ(r.Header("Upgrade"), "x");
   EXPECT_EQ(r.Header("X-Request-Id"), "up-1");
