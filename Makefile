@@ -363,8 +363,10 @@ include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 
 # ---- interop: real clients against build/tokenwire -------------------------
 # `make interop` runs tests/interop/run.sh: the OpenAI client libraries
-# (tests/interop/openai/run.sh), the page at GET / in headless Chromium, and
-# nginx in front of two instances (docs/deploy.md). It apt-installs chromium
+# (tests/interop/openai/run.sh), the page at GET / and a page from another
+# origin (CORS) in headless Chromium, nginx in front of two instances
+# (docs/deploy.md), and curl on the HTTP edges (X-Request-Id, a preflight,
+# vLLM's paths: tests/interop/edges/run.sh). It apt-installs chromium
 # and nginx when they are missing and it may, and builds build/tokenwire
 # (always the plain build: the instances must run at full speed).
 .PHONY: interop
