@@ -173,6 +173,15 @@ $(BUILD)/lib/$(1).a: $(call layer_objs,$(1))
 endef
 $(foreach l,$(OWN_LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
+# The commit GET /version names (src/app/version.h): <build>/gen/tw_commit.h,
+# rewritten only when `git describe` says something new, so an unchanged
+# tree recompiles nothing and a new commit recompiles one file.
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(shell mkdir -p $(PLAIN_BUILD)/gen && printf '\043define TW_GIT_COMMIT "%s"\n' '$(GIT_COMMIT)' > $(PLAIN_BUILD)/gen/tw_commit.h.new && \
+  (cmp -s $(PLAIN_BUILD)/gen/tw_commit.h.new $(PLAIN_BUILD)/gen/tw_commit.h || mv $(PLAIN_BUILD)/gen/tw_commit.h.new $(PLAIN_BUILD)/gen/tw_commit.h); \
+  rm -f $(PLAIN_BUILD)/gen/tw_commit.h.new)
+$(PLAIN_BUILD)/obj/src/app/version.o: CXXFLAGS += -I$(PLAIN_BUILD)/gen
+
 # ---- binaries ----------------------------------------------------------------
 
 $(BUILD)/tokenwire: $(PLAIN_BUILD)/obj/src/main.o $(LAYER_LIBS) $(EMU_LIB)
@@ -354,8 +363,10 @@ include $(filter-out bench/lib/bench.mk,$(wildcard bench/*/bench.mk))
 
 # ---- interop: real clients against build/tokenwire -------------------------
 # `make interop` runs tests/interop/run.sh: the OpenAI client libraries
-# (tests/interop/openai/run.sh), the page at GET / in headless Chromium, and
-# nginx in front of two instances (docs/deploy.md). It apt-installs chromium
+# (tests/interop/openai/run.sh), the page at GET / and a page from another
+# origin (CORS) in headless Chromium, nginx in front of two instances
+# (docs/deploy.md), and curl on the HTTP edges (X-Request-Id, a preflight,
+# vLLM's paths: tests/interop/edges/run.sh). It apt-installs chromium
 # and nginx when they are missing and it may, and builds build/tokenwire
 # (always the plain build: the instances must run at full speed).
 .PHONY: interop

@@ -6,12 +6,15 @@
 // reductions exact: integers, or max/min):
 //   1. max, the first id at the max, and the count of non-NaN logits;
 //      greedy (or a degenerate distribution) ends here;
-//   2. top-k: radix select (4 passes) of the k-th key by count, then the
+//   2. min_p (when on): the count of ids at or above its threshold, which
+//      becomes (or lowers) top-k;
+//   3. top-k: radix select (4 passes) of the k-th key by count, then the
 //      cut among the ties at it (search in id order);
-//   3. the kept weight (one pass);
-//   4. top-p: radix select (4 passes) of the cut's key by weight, then the
+//   4. the kept weight (one pass);
+//   5. top-p: radix select (4 passes) of the cut's key by weight, then the
 //      cut among its ties; the kept total follows exactly;
-//   5. the draw: the first kept id whose running weight exceeds u * total.
+//   6. the draw: the first kept id whose running weight exceeds u * total.
+// The logit edits (ApplyLogitEdits) are a kernel of their own, run before.
 #include "kernels/sampling.h"
 
 #include <cmath>
@@ -335,15 +338,25 @@ __global__ void __launch_bounds__(kThreads) SampleKernel(const float* logits, in
   auto kept = [&](int i, uint32_t key) { return key != 0 && (key > cut_key || (key == cut_key && i <= cut_last)); };
   bool ok = true;
 
-  // 2. top-k: the k-th key by count, then the lowest ids among its ties.
-  if (p.top_k > 0 && static_cast<unsigned>(p.top_k) < count) {
+  // 2. min_p: the ids at or above its threshold are the top-k of their count.
+  long long top_k = p.top_k > 0 ? p.top_k : 0;
+  if (p.min_p_log < 0.0f) {
+    const float floor = MinPThreshold(mx, p.temperature, p.min_p_log);
+    u64 mine = 0;
+    for (int i = tid; i < V; i += kThreads) mine += row[i] >= floor ? 1 : 0;  // NaN: false
+    const long long kept = static_cast<long long>(BlockSumU64<kThreads>(mine, sh));
+    top_k = top_k > 0 && top_k < kept ? top_k : kept;
+  }
+
+  // 3. top-k: the k-th key by count, then the lowest ids among its ties.
+  if (top_k > 0 && static_cast<unsigned long long>(top_k) < count) {
     uint32_t T = 0;
     u64 above = 0;
     ok = RadixSelect<kThreads>(
-        row, V, static_cast<u64>(p.top_k), [](int, float, uint32_t key) -> u64 { return key != 0 ? 1 : 0; }, sh, &T,
+        row, V, static_cast<u64>(top_k), [](int, float, uint32_t key) -> u64 { return key != 0 ? 1 : 0; }, sh, &T,
         &above);
     if (ok) {
-      const u64 n = static_cast<u64>(p.top_k) - above;  // >= 1 ties at T are kept
+      const u64 n = static_cast<u64>(top_k) - above;  // >= 1 ties at T are kept
       const int last = FindInIdOrder<kThreads>(
           V, n - 1, [&](int i) -> u64 { return OrderKey(row[i]) == T ? 1 : 0; }, sh);
       ok = last >= 0;
@@ -352,7 +365,7 @@ __global__ void __launch_bounds__(kThreads) SampleKernel(const float* logits, in
     }
   }
 
-  // 3. the kept weight.
+  // 4. the kept weight.
   u64 total = 0;
   if (ok) {
     u64 mine = 0;
@@ -363,7 +376,7 @@ __global__ void __launch_bounds__(kThreads) SampleKernel(const float* logits, in
     total = BlockSumU64<kThreads>(mine, sh);  // >= 2^40: the max is kept with weight 1
   }
 
-  // 4. top-p: the smallest prefix of the order reaching top_p * total.
+  // 5. top-p: the smallest prefix of the order reaching top_p * total.
   if (ok && p.top_p < 1.0f) {
     const double want = std::ceil(static_cast<double>(p.top_p) * static_cast<double>(total));
     const u64 target = want < 1.0 ? 1 : want >= static_cast<double>(total) ? total : static_cast<u64>(want);
@@ -394,7 +407,7 @@ __global__ void __launch_bounds__(kThreads) SampleKernel(const float* logits, in
     }
   }
 
-  // 5. the draw: u = k / 2^24, the point floor(k * total / 2^24) < total.
+  // 6. the draw: u = k / 2^24, the point floor(k * total / 2^24) < total.
   int id = -1;
   if (ok) {
     const u64 k24 = static_cast<u64>(CounterUniform(p.seed, p.counter) * 16777216.0f);
@@ -435,6 +448,18 @@ Status LaunchSample(const float* logits, int rows, int vocab, size_t row_stride,
   return Status::Ok();
 }
 
+// One block per row, a thread per edit: ids are distinct within a row.
+__global__ void LogitEditKernel(float* logits, int V, size_t row_stride, const int32_t* edit_rows,
+                                const LogitEdit* edits) {
+  const int r = blockIdx.x;
+  float* row = logits + static_cast<size_t>(r) * row_stride;
+  const int end = edit_rows[r + 1];
+  for (int j = edit_rows[r] + static_cast<int>(threadIdx.x); j < end; j += static_cast<int>(blockDim.x)) {
+    const LogitEdit e = edits[j];
+    if (e.id >= 0 && e.id < V) row[e.id] = ApplyLogitEdit(row[e.id], e);
+  }
+}
+
 Status CheckSampleArgs(const float* logits, int rows, int vocab, size_t row_stride, const SampleParams* params,
                        const int32_t* ids) {
   auto ptr = [](const void* q) {
@@ -467,6 +492,22 @@ Status CheckSampleArgs(const float* logits, int rows, int vocab, size_t row_stri
 }
 
 }  // namespace
+
+Status ApplyLogitEdits(float* logits, int rows, int vocab, size_t row_stride, const int32_t* edit_rows,
+                       const LogitEdit* edits, void* stream) {
+  if (rows < 0) return Status::Error("kernels::ApplyLogitEdits: rows = " + std::to_string(rows) + " < 0");
+  if (rows == 0) return Status::Ok();
+  if (vocab < 1 || row_stride < static_cast<size_t>(vocab)) {
+    return Status::Error("kernels::ApplyLogitEdits: vocab = " + std::to_string(vocab) + ", row_stride = " +
+                         std::to_string(row_stride));
+  }
+  if (logits == nullptr || edit_rows == nullptr || edits == nullptr) {
+    return Status::Error("kernels::ApplyLogitEdits: a null pointer (logits, edit_rows or edits)");
+  }
+  Launch<LogitEditKernel>(rows, 128, 0, AsStream(stream), logits, vocab, row_stride, edit_rows, edits);
+  TW_LAUNCH_CHECK("kernels::ApplyLogitEdits launch");
+  return Status::Ok();
+}
 
 Status SampleTokens(const float* logits, int rows, int vocab, size_t row_stride, const SampleParams* params,
                     int32_t* ids, void* stream) {

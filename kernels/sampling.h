@@ -11,6 +11,10 @@
 //     NaN (then id 0);
 //   - otherwise weights exp((logit - max) / T) (0 for NaN, and for an
 //     exponent <= -87, as the CPU's);
+//   - min_p_log < 0 (tw::MinPLog(min_p), common/logit_edit.h) keeps the ids
+//     at or above MinPThreshold(max, T, min_p_log), which is the top-k of
+//     their count: top_k becomes min(top_k, that count) (or the count when
+//     top_k is off);
 //   - top_k > 0 (and below the number of non-NaN logits) keeps the k first
 //     ids in the order "larger logit first, then lower id" (ties at the cut
 //     keep the lowest ids);
@@ -51,6 +55,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/logit_edit.h"
 #include "common/status.h"
 
 namespace tw::kernels {
@@ -62,7 +67,7 @@ struct SampleParams {
   float temperature;  // <= 0 or NaN: greedy
   int32_t top_k;      // <= 0: off
   float top_p;        // >= 1 or NaN: off
-  uint32_t pad;       // 0; ignored
+  float min_p_log;    // tw::MinPLog(min_p): >= 0 or NaN off (0 as zero-initialised)
   uint64_t seed;      // the request's seed ...
   uint64_t counter;   // ... and this token's index: u = CounterUniform(seed, counter)
 };
@@ -71,6 +76,19 @@ static_assert(std::is_standard_layout_v<SampleParams> && std::is_trivially_copya
               "SampleParams is copied to the device byte for byte");
 
 constexpr int kSampleMaxVocab = 1 << 18;  // 262144: the 2^40 fixed-point sums stay below 2^58
+
+// Applies each row's logit edits in place (common/logit_edit.h: bias, then
+// repetition penalty, then the frequency and presence subtraction), before
+// SampleTokens and any log-probabilities:
+//   logits (rows, vocab) as SampleTokens' (row_stride >= vocab floats)
+//   edit_rows (rows + 1): device int32, row r's edits are
+//          edits[edit_rows[r], edit_rows[r + 1]) (non-decreasing, from 0)
+//   edits: device tw::LogitEdit, ids distinct within a row and in [0, vocab)
+//          (an id outside is skipped)
+// One block per row; no two threads touch one logit, so the result does not
+// depend on the launch. rows >= 0 (0 does nothing).
+Status ApplyLogitEdits(float* logits, int rows, int vocab, size_t row_stride, const int32_t* edit_rows,
+                       const LogitEdit* edits, void* stream);
 
 // ids (rows) = one token per row of logits.
 //   logits (rows, vocab): device floats, row r at logits + r * row_stride

@@ -143,7 +143,7 @@ SampleParams Params(const ParamSet& ps, int V, uint64_t counter) {
   p.temperature = ps.temperature;
   p.top_k = ps.top_k < 0 ? V - 1 : ps.top_k;
   p.top_p = ps.top_p;
-  p.pad = 0;
+  p.min_p_log = 0.0f;  // off
   p.seed = 0x5EED0000ull + static_cast<uint64_t>(V);
   p.counter = counter;
   return p;

@@ -10,7 +10,11 @@
 
 #include "app/backends.h"
 #include "app/log_json.h"
+#include "app/version.h"
 #include "cpu/kernels.h"
+#include "json/error_json.h"
+#include "json/json.h"
+#include "openai/openai_response.h"
 #include "web/assets.h"  // GET /: the teaching page (src/web)
 
 namespace tw::app {
@@ -135,9 +139,8 @@ Status App::Init(bool watch_signals) {
                                         "Requests whose client left before a prep thread took them: never parsed.");
 
   // The chat template before the model: a bad file fails at once, naming its line and byte.
-  openai::ChatTemplate chat_template = openai::ChatTemplate::Plain();
   if (!config_.chat_template_path.empty()) {
-    if (Status s = openai::ChatTemplate::Load(config_.chat_template_path, &chat_template); !s.ok()) return s;
+    if (Status s = openai::ChatTemplate::Load(config_.chat_template_path, &chat_template_); !s.ok()) return s;
   }
   if (Status s = MakeBackend(config_, &tokenizer_, &metrics_, log_.get(), &backend_, &backend_info_); !s.ok()) return s;
 
@@ -155,15 +158,11 @@ Status App::Init(bool watch_signals) {
   bounds.vocab_size = static_cast<int>(tokenizer_.vocab_size());
   stream::ParsePolicy(config_.policy, &info_.default_policy, /*allow_lab=*/config_.lab);
   info_.heartbeat_ms = config_.heartbeat_ms;
-  if (!config_.cors_origin.empty()) {
-    info_.extra_headers.emplace_back("Access-Control-Allow-Origin", config_.cors_origin);
-    info_.extra_headers.emplace_back("Access-Control-Expose-Headers", "X-Stream-Id");
-  }
   bounds.max_logit_bias = static_cast<size_t>(config_.max_logit_bias);
   bounds.max_stop_token_ids = static_cast<size_t>(config_.max_stop_token_ids);
   bounds.strict_request_fields = config_.strict_request_fields;
   openai_ = std::make_unique<openai::OpenAiEndpoints>(
-      this, std::move(chat_template), log_.get(),
+      this, chat_template_, log_.get(),
       metrics_.AddCounter("openai_unknown_fields_total",
                           "Fields OpenAI requests held that this server does not know, accepted and ignored "
                           "(--strict-request-fields refuses them)."));
@@ -210,6 +209,10 @@ Status App::Init(bool watch_signals) {
   so.socket_send_buffer_bytes = static_cast<int>(config_.socket_send_buffer_bytes);
   so.max_write_per_flush_bytes = static_cast<size_t>(config_.max_write_bytes_per_iteration);
   so.log = log_.get();
+  http::ParseAllowedOrigins(config_.allowed_origins, &so.cors);  // checked with the flags
+  so.error_body = [this](std::string_view path, const ApiError& e) {
+    return SpeaksOpenAi(path) ? openai::OpenAiErrorJson(e) : json::ErrorEnvelope(e);
+  };
   AddRoutes();
   server_ = std::make_unique<http::Server>(&loop_, so, &router_, &metrics_);
   if (Status s = server_->Start(); !s.ok()) return s;
@@ -312,6 +315,17 @@ bool App::Authorized(const http::Request& req, http::Responder& r) {
 
 void App::SendError(http::Responder& r, const ApiError& e) { r.SendError(e, info_.extra_headers); }
 
+bool App::SpeaksOpenAi(std::string_view path) const {
+  // OpenAI's routes and vLLM's beside them (docs/openai.md); an unknown
+  // /v1/ path is most likely an OpenAI client asking for an API we lack.
+  for (std::string_view p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/version",
+                             "/tokenize", "/detokenize"}) {
+    if (path == p) return true;
+  }
+  if (path.starts_with("/v1/models/")) return true;
+  return path.starts_with("/v1/") && !router_.HasPath(path);
+}
+
 void App::AddRoutes() {
   auto guarded = [this](auto fn) {
     return [this, fn](const http::Request& req, http::Responder r) {
@@ -331,6 +345,15 @@ void App::AddRoutes() {
       r.Send(200, "application/json", "{\"status\":\"ready\"}");
     }
   });
+  // vLLM's probe: /readyz's answer with an empty body (docs/openai.md).
+  router_.Add("GET", "/health", [this](const http::Request&, http::Responder r) {
+    if (shutting_down_) {
+      r.SendError(Draining());
+    } else {
+      r.Send(200, "text/plain", "");
+    }
+  });
+  router_.Add("GET", "/version", [this](const http::Request&, http::Responder r) { HandleVersion(std::move(r)); });
   router_.Add("GET", "/metrics", [this](const http::Request&, http::Responder r) { HandleMetrics(std::move(r)); });
   router_.Add("GET", "/stats", [this](const http::Request&, http::Responder r) { HandleStats(std::move(r)); });
   // ---- begin GET / (src/web): the teaching page, its script and style sheet.
@@ -355,6 +378,9 @@ void App::AddRoutes() {
   router_.Add("DELETE", "/v1/streams/{id}", guarded(&App::HandleDelete));
   router_.Add("POST", "/v1/tokenize", guarded(&App::HandleTokenize));
   router_.Add("POST", "/v1/detokenize", guarded(&App::HandleDetokenize));
+  // vLLM's names and shapes for the same (docs/openai.md), guarded like /v1.
+  router_.Add("POST", "/tokenize", guarded(&App::HandleVllmTokenize));
+  router_.Add("POST", "/detokenize", guarded(&App::HandleVllmDetokenize));
   if (config_.lab) router_.Add("GET", "/lab/emissions/{id}", guarded(&App::HandleEmissions));
   // ---- begin OpenAI-compatible API (src/openai, docs/openai.md)
   auto openai = [this](void (openai::OpenAiEndpoints::*fn)(const http::Request&, http::Responder)) {
@@ -382,7 +408,7 @@ std::shared_ptr<stream::Stream> App::Launch(service::ParsedGeneration g, ApiErro
     *why = Draining();
     return nullptr;
   }
-  auto s = hub_->Create(g.policy);
+  auto s = hub_->Create(g.policy, launching_request_id_);
   if (!s) {
     *why = ApiError::Make(ErrorCode::kOverloaded, "too many streams (--max-streams)");
     why->retry_after_ms = 1000;
@@ -415,10 +441,13 @@ void App::Prepare(http::Responder r, size_t cost, Parse parse, Use use, Refuse r
                                 }
                                 p->ok = parse(&p->error);
                               },
-                              [p, r, use = std::move(use), refuse]() mutable {
+                              [this, p, r, use = std::move(use), refuse]() mutable {
                                 if (r.closed()) return;  // the client left meanwhile
                                 if (p->ok) {
+                                  // The streams `use` launches belong to this request.
+                                  launching_request_id_ = r.request_id();
                                   use(std::move(r));
+                                  launching_request_id_.clear();
                                 } else {
                                   refuse(r, p->error);
                                 }

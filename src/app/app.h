@@ -93,6 +93,10 @@ class App : public service::Service {
   void HandleDelete(const http::Request& req, http::Responder r);
   void HandleTokenize(const http::Request& req, http::Responder r);
   void HandleDetokenize(const http::Request& req, http::Responder r);
+  // vLLM's POST /tokenize and /detokenize: the same work, vLLM's fields.
+  void HandleVllmTokenize(const http::Request& req, http::Responder r);
+  void HandleVllmDetokenize(const http::Request& req, http::Responder r);
+  void HandleVersion(http::Responder r);
   void HandleMetrics(http::Responder r);
   void HandleStats(http::Responder r);
   void HandleEmissions(const http::Request& req, http::Responder r);
@@ -107,15 +111,27 @@ class App : public service::Service {
   // A WebSocket "generate" message, already parsed (its "op" allowed):
   // prepared off the loop like StartGeneration (ws::GenerationStarter).
   void StartWsGeneration(const json::Value& message, std::function<bool()> still_wanted,
-                         ws::GenerationStarted then);
+                         ws::GenerationStarted then, std::string request_id);
   // A JSON body computed off the loop by `make(body*, error*) -> bool`, sent
   // as 200 application/json (or the error in our envelope).
   void AnswerOffLoop(http::Responder r, size_t cost, std::function<bool(std::string*, ApiError*)> make);
+  // The same from the request's body parsed as JSON (service::ParseRequestBody).
+  void AnswerJsonOffLoop(const http::Request& req, http::Responder r,
+                         std::function<bool(const json::Value&, std::string*, ApiError*)> make);
   void AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after);
   // POST /v1/generate: the whole stream collected into one answer.
   void CollectGeneration(const std::shared_ptr<stream::Stream>& s, http::Responder r);
-  // Our error envelope, with the CORS headers.
+  // An error answer (its envelope chosen by SpeaksOpenAi).
   void SendError(http::Responder& r, const ApiError& e);
+  // Whether errors on `path` take OpenAI's envelope (the HTTP layer's
+  // error_body hook): OpenAI's and vLLM's routes, and unknown /v1/ paths.
+  bool SpeaksOpenAi(std::string_view path) const;
+  // The text of a JSON array of token ids of this vocabulary, or 422
+  // naming the first that is not one.
+  bool DetokenizeTo(const json::Value& tokens, std::string* text, ApiError* err) const;
+  // vLLM's /tokenize of chat `messages`: the prompt chat completions would
+  // render from them, tokenized.
+  bool ChatPromptTokens(const json::Value& messages, std::vector<tokenizer::TokenId>* ids, ApiError* err) const;
 
   static ApiError PrepOverloaded();
   // A body of at least this many bytes is a large prep job: small ones are
@@ -139,9 +155,15 @@ class App : public service::Service {
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<stream::StreamHub> hub_;
   std::unique_ptr<openai::OpenAiEndpoints> openai_;
+  // The chat template (--chat-template): chat completions' (a copy in
+  // openai_) and /tokenize's messages. Set in Init, read-only after.
+  openai::ChatTemplate chat_template_ = openai::ChatTemplate::Plain();
   std::unordered_map<void*, std::shared_ptr<void>> subscriptions_;  // keeps transports alive
   std::atomic<int> port_{0};
   bool shutting_down_ = false;
+  // While a prepared request's `use` runs (Prepare), or a WebSocket's
+  // generation launches: the request id its streams are logged with.
+  std::string launching_request_id_;
   int signal_fd_ = -1;
   BackendInfo backend_info_;  // what --backend built (the start-up summary)
 

@@ -10,6 +10,7 @@
 #include "app/backends.h"
 #include "common/log.h"
 #include "cpu/kernels.h"
+#include "http/cors.h"
 
 namespace tw::app {
 
@@ -115,6 +116,15 @@ Status CheckServedModelName(std::string_view v) {
                            "/v1/models/{id}), got '" + std::string(v) + "'");
     }
   }
+  return Status::Ok();
+}
+
+// --allowed-origins and its older name --cors-origin: checked here, so a
+// bad origin fails at start-up naming the flag; parsed again by App::Init.
+Status SetAllowedOrigins(std::string_view v, Config* c) {
+  http::CorsPolicy p;
+  if (Status s = http::ParseAllowedOrigins(v, &p); !s.ok()) return s;
+  c->allowed_origins = v;
   return Status::Ok();
 }
 
@@ -274,11 +284,14 @@ const ServeFlag kServeFlags[] = {
        c->api_key = v;
        return Status::Ok();
      }},
-    {"--cors-origin", "ORIGIN", [](const Config&) -> std::string { return "send CORS headers for this origin; default none"; },
-     [](std::string_view v, Config* c) -> Status {
-       c->cors_origin = v;
-       return Status::Ok();
-     }},
+    {"--allowed-origins", "LIST",
+     [](const Config&) -> std::string {
+       return "CORS: comma-separated origins (scheme://host[:port]) whose pages\n"
+              "may call the API, or *; default none (no CORS headers)";
+     },
+     SetAllowedOrigins},
+    {"--cors-origin", "ORIGIN", [](const Config&) -> std::string { return "the older name of --allowed-origins"; },
+     SetAllowedOrigins},
     {"--ws-allowed-origins", "LIST",
      [](const Config&) -> std::string { return "WebSocket: comma-separated Origins allowed to upgrade; default any"; },
      [](std::string_view v, Config* c) -> Status {

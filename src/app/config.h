@@ -28,7 +28,7 @@ struct Config {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;          // --api-key or TOKENWIRE_API_KEY
-  std::string cors_origin;      // --cors-origin
+  std::string allowed_origins;  // --allowed-origins (or --cors-origin): "*" or exact origins ("" = no CORS)
   std::string instance_tag;     // --instance-tag: put into stream ids (routing)
   bool lab = false;             // --lab: lab endpoints (emission log), lab policies
   int64_t lab_pad_bytes = 0;    // --lab-pad-bytes: padding in every token event (needs --lab)

@@ -10,8 +10,11 @@
 
 #include "app/app.h"
 #include "app/collect_subscription.h"
+#include "app/version.h"
 #include "backend/mock_backend.h"
 #include "json/json.h"
+#include "openai/chat.h"
+#include "openai/completions.h"
 #include "sse/sse_subscription.h"
 #include "ws/echo_endpoint.h"
 #include "ws/ws_routes.h"
@@ -31,6 +34,22 @@ ApiError UnknownStream(const std::string& id) {
   return ApiError::Make(ErrorCode::kNotFound, "unknown or expired stream '" + id + "'");
 }
 
+// {"<key>": text}: a detokenized text (invalid UTF-8 becomes U+FFFD).
+void WriteTextObject(std::string* out, const char* key, const std::string& text) {
+  json::Writer w(out);
+  w.BeginObject();
+  w.Key(key);
+  w.String(text);
+  w.EndObject();
+}
+
+void WriteTokens(json::Writer& w, const std::vector<tokenizer::TokenId>& ids) {
+  w.Key("tokens");
+  w.BeginArray();
+  for (auto id : ids) w.Int(id);
+  w.EndArray();
+}
+
 }  // namespace
 
 void App::AnswerOffLoop(http::Responder r, size_t cost, std::function<bool(std::string*, ApiError*)> make) {
@@ -40,6 +59,15 @@ void App::AnswerOffLoop(http::Responder r, size_t cost, std::function<bool(std::
         r.Send(200, "application/json", std::move(body), info_.extra_headers);
       },
       [this](http::Responder& r, const ApiError& e) { SendError(r, e); });
+}
+
+void App::AnswerJsonOffLoop(const http::Request& req, http::Responder r,
+                            std::function<bool(const json::Value&, std::string*, ApiError*)> make) {
+  AnswerOffLoop(std::move(r), req.body.size(),
+                [this, body = req.body, make = std::move(make)](std::string* out, ApiError* err) {
+                  json::Value v;
+                  return service::ParseRequestBody(body, info_.bounds, &v, err) && make(v, out, err);
+                });
 }
 
 void App::StartGeneration(const http::Request& req, http::Responder r, Launched then) {
@@ -212,9 +240,7 @@ void App::HandleDelete(const http::Request&, http::Responder r) {
 }
 
 void App::HandleTokenize(const http::Request& req, http::Responder r) {
-  AnswerOffLoop(std::move(r), req.body.size(), [this, body = req.body](std::string* out, ApiError* err) {
-    json::Value v;
-    if (!service::ParseRequestBody(body, info_.bounds, &v, err)) return false;
+  AnswerJsonOffLoop(req, std::move(r), [this](const json::Value& v, std::string* out, ApiError* err) {
     const json::Value* text = v.Find("text");
     if (!v.is_object() || text == nullptr || !text->is_string() || v.members().size() != 1) {
       *err = ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"text\": string}");
@@ -223,10 +249,7 @@ void App::HandleTokenize(const http::Request& req, http::Responder r) {
     std::vector<tokenizer::TokenId> ids = tokenizer_.Encode(text->as_string());
     json::Writer w(out);
     w.BeginObject();
-    w.Key("tokens");
-    w.BeginArray();
-    for (auto id : ids) w.Int(id);
-    w.EndArray();
+    WriteTokens(w, ids);
     w.Key("count");
     w.Int(static_cast<int64_t>(ids.size()));
     w.EndObject();
@@ -235,38 +258,154 @@ void App::HandleTokenize(const http::Request& req, http::Responder r) {
 }
 
 void App::HandleDetokenize(const http::Request& req, http::Responder r) {
-  AnswerOffLoop(std::move(r), req.body.size(), [this, body = req.body](std::string* out, ApiError* err) {
-    json::Value v;
-    if (!service::ParseRequestBody(body, info_.bounds, &v, err)) return false;
+  AnswerJsonOffLoop(req, std::move(r), [this](const json::Value& v, std::string* out, ApiError* err) {
     const json::Value* toks = v.Find("tokens");
     if (!v.is_object() || toks == nullptr || !toks->is_array() || v.members().size() != 1) {
       *err = ApiError::Make(ErrorCode::kInvalidRequest, "expected {\"tokens\": [ids]}");
       return false;
     }
-    std::vector<tokenizer::TokenId> ids;
-    for (size_t i = 0; i < toks->items().size(); i++) {
-      const json::Value& t = toks->items()[i];
-      if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
-        *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, "tokens[" + std::to_string(i) + "] is not a token id");
-        return false;
-      }
-      ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
-    }
-    std::string bytes;
-    Status ds = tokenizer_.Decode(ids, &bytes);
-    if (!ds.ok()) {
-      *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, ds.message());
+    std::string text;
+    if (!DetokenizeTo(*toks, &text, err)) return false;
+    WriteTextObject(out, "text", text);
+    return true;
+  });
+}
+
+bool App::DetokenizeTo(const json::Value& tokens, std::string* text, ApiError* err) const {
+  std::vector<tokenizer::TokenId> ids;
+  for (size_t i = 0; i < tokens.items().size(); i++) {
+    const json::Value& t = tokens.items()[i];
+    if (!t.is_int() || t.as_int() < 0 || t.as_int() >= static_cast<int64_t>(tokenizer_.vocab_size())) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, "tokens[" + std::to_string(i) + "] is not a token id");
       return false;
     }
-    // Token bytes need not be valid UTF-8 on their own; the writer replaces
-    // invalid sequences with U+FFFD so the answer is always valid JSON.
+    ids.push_back(static_cast<tokenizer::TokenId>(t.as_int()));
+  }
+  Status ds = tokenizer_.Decode(ids, text);
+  if (!ds.ok()) {
+    *err = ApiError::Make(ErrorCode::kInvalidRequest, 422, ds.message());
+    return false;
+  }
+  // Token bytes need not be valid UTF-8 on their own; the JSON writer
+  // replaces invalid sequences with U+FFFD so the answer is always valid JSON.
+  return true;
+}
+
+namespace {
+
+// vLLM's request fields: `allowed` known, "model" optional but, when given,
+// the served id (404 model_not_found otherwise, before anything else).
+bool CheckVllmFields(const json::Value& v, std::initializer_list<std::string_view> allowed,
+                     std::string_view model_id, ApiError* err) {
+  if (!v.is_object()) {
+    *err = ApiError::Make(ErrorCode::kInvalidRequest, "the body must be a JSON object");
+    return false;
+  }
+  const json::Value* model = v.Find("model");
+  std::string ignored;
+  if (model != nullptr && !model->is_null() && !openai::CheckModel(v, model_id, &ignored, err)) return false;
+  for (const auto& [key, val] : v.members()) {
+    bool known = key == "model";
+    for (std::string_view a : allowed) known = known || key == a;
+    if (!known) {
+      *err = ApiError::Make(ErrorCode::kInvalidRequest, "'" + key + "' is not supported by this server");
+      err->param = key;
+      return false;
+    }
+  }
+  return true;
+}
+
+// A required field of vLLM's body: present, of the type `is` checks.
+const json::Value* VllmField(const json::Value& v, const std::string& key, bool (json::Value::*is)() const,
+                             const char* type, ApiError* err) {
+  const json::Value* f = v.Find(key);
+  if (f == nullptr || !(f->*is)()) {
+    *err = ApiError::Make(ErrorCode::kInvalidRequest, "'" + key + "' must be " + type);
+    err->param = key;
+    return nullptr;
+  }
+  return f;
+}
+
+}  // namespace
+
+void App::HandleVllmTokenize(const http::Request& req, http::Responder r) {
+  AnswerJsonOffLoop(req, std::move(r), [this](const json::Value& v, std::string* out, ApiError* err) {
+    if (!CheckVllmFields(v, {"prompt", "messages", "add_special_tokens"}, info_.model, err)) return false;
+    std::vector<tokenizer::TokenId> ids;
+    if (v.Find("messages") != nullptr && v.Find("prompt") == nullptr) {
+      if (!ChatPromptTokens(*v.Find("messages"), &ids, err)) return false;
+    } else {
+      const json::Value* prompt = VllmField(v, "prompt", &json::Value::is_string, "a string", err);
+      if (prompt == nullptr) return false;
+      if (v.Find("messages") != nullptr) {
+        *err = ApiError::Make(ErrorCode::kInvalidRequest, "give 'prompt' or 'messages', not both");
+        err->param = "messages";
+        return false;
+      }
+      // As completions read a prompt: "<|endoftext|>" is the special token.
+      ids = tokenizer_.EncodeWithSpecial(prompt->as_string());
+    }
+    // GPT-2's tokenizer adds no special token either way; the field is
+    // checked and changes nothing.
+    const json::Value* special = v.Find("add_special_tokens");
+    if (special != nullptr && !special->is_null() &&
+        !VllmField(v, "add_special_tokens", &json::Value::is_bool, "a boolean", err)) {
+      return false;
+    }
     json::Writer w(out);
     w.BeginObject();
-    w.Key("text");
-    w.String(bytes);
+    w.Key("count");
+    w.Int(static_cast<int64_t>(ids.size()));
+    w.Key("max_model_len");
+    w.Int(info_.bounds.context_length);
+    WriteTokens(w, ids);
     w.EndObject();
     return true;
   });
+}
+
+bool App::ChatPromptTokens(const json::Value& messages, std::vector<tokenizer::TokenId>* ids, ApiError* err) const {
+  // Through chat completions' own parser, so the messages are checked and
+  // rendered exactly as a chat request's (max_tokens 1: the prompt must
+  // leave room for one token, as it must to be completed).
+  std::string chat = "{\"model\":";
+  http::AppendJsonString(&chat, info_.model);
+  chat += ",\"max_tokens\":1,\"messages\":" + json::Serialize(messages) + "}";
+  openai::ChatRequest parsed;
+  if (!openai::ParseChatRequest(chat, tokenizer_, info_.bounds, info_.model, chat_template_, &parsed, err)) {
+    return false;
+  }
+  *ids = std::move(parsed.prompt_tokens);
+  return true;
+}
+
+void App::HandleVllmDetokenize(const http::Request& req, http::Responder r) {
+  AnswerJsonOffLoop(req, std::move(r), [this](const json::Value& v, std::string* out, ApiError* err) {
+    if (!CheckVllmFields(v, {"tokens"}, info_.model, err)) return false;
+    const json::Value* toks = VllmField(v, "tokens", &json::Value::is_array, "an array of token ids", err);
+    std::string text;
+    if (toks == nullptr || !DetokenizeTo(*toks, &text, err)) return false;
+    WriteTextObject(out, "prompt", text);
+    return true;
+  });
+}
+
+void App::HandleVersion(http::Responder r) {
+  std::string body;
+  json::Writer w(&body);
+  w.BeginObject();
+  w.Key("version");
+  w.String(kVersion);
+  w.Key("commit");
+  w.String(GitCommit());
+  w.Key("model");
+  w.String(info_.model);
+  w.Key("backend");
+  w.String(backend_info_.spec->name);
+  w.EndObject();
+  r.Send(200, "application/json", body);
 }
 
 void App::HandleMetrics(http::Responder r) {
@@ -421,11 +560,13 @@ void App::AddWebSocketRoutes() {
       r.SendError(Draining());
       return;
     }
-    ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so] {
+    // The connection's streams are logged with its upgrade request's id.
+    std::string id = r.request_id();
+    ws::AcceptUpgrade(req, std::move(r), &loop_, hs, wo, [this, so, id] {
       return std::make_unique<ws::WsSession>(
           &loop_, hub_.get(),
-          [this](const json::Value& m, std::function<bool()> wanted, ws::GenerationStarted then) {
-            StartWsGeneration(m, std::move(wanted), std::move(then));
+          [this, id](const json::Value& m, std::function<bool()> wanted, ws::GenerationStarted then) {
+            StartWsGeneration(m, std::move(wanted), std::move(then), id);
           },
           so);
     });
@@ -438,7 +579,7 @@ void App::AddWebSocketRoutes() {
 }
 
 void App::StartWsGeneration(const json::Value& message, std::function<bool()> still_wanted,
-                            ws::GenerationStarted then) {
+                            ws::GenerationStarted then, std::string request_id) {
   struct Prepared {
     json::Value message;
     service::ParsedGeneration g;
@@ -451,10 +592,14 @@ void App::StartWsGeneration(const json::Value& message, std::function<bool()> st
       [this, p] {
         p->ok = service::ParseGenerationObject(p->message, tokenizer_, info_.bounds, info_.default_policy, &p->g, &p->why, {"op"});
       },
-      [this, p, still_wanted = std::move(still_wanted), then]() {
+      [this, p, still_wanted = std::move(still_wanted), then, request_id = std::move(request_id)]() {
         if (!still_wanted()) return;  // the connection closed meanwhile: launch nothing
         std::shared_ptr<stream::Stream> s;
-        if (p->ok) s = Launch(std::move(p->g), &p->why);
+        if (p->ok) {
+          launching_request_id_ = request_id;
+          s = Launch(std::move(p->g), &p->why);
+          launching_request_id_.clear();
+        }
         then(std::move(s), p->why);
       });
   if (!queued) then(nullptr, PrepOverloaded());

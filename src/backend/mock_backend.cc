@@ -135,7 +135,7 @@ void MockBackend::Apply(Command& c) {
       s->stream = std::move(c.stream);
       s->request = std::move(c.request);
       // No end-of-text token in the mock's synthetic vocabulary.
-      s->emit = std::make_unique<TokenEmitter>(tokenizer_, s->request.stop, s->request.max_new_tokens, -1);
+      s->emit = std::make_unique<TokenEmitter>(tokenizer_, s->request, -1);
       s->next_due = OnGrid(s->request.arrival + std::chrono::milliseconds(options_.ttft_ms));
       {
         MutexLock lock(mu_);

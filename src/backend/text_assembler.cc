@@ -10,15 +10,19 @@ TextAssembler::TextAssembler(std::vector<std::string> stop_strings) {
   }
 }
 
-TextAssembler::Step TextAssembler::Push(std::string_view text) {
+TextAssembler::Step TextAssembler::Push(std::string_view text, bool may_stop) {
   Step step;
   if (stopped_) return step;
   pending_.append(text);
-  // 1. A complete stop string anywhere in the pending text: cut at the
-  //    earliest one (ties: the earliest start wins, whichever string it is).
+  if (!may_stop) quiet_ = pending_.size();
+  // 1. A complete stop string in the pending text that ends past the quiet
+  //    part: cut at the earliest one (ties: the earliest start wins,
+  //    whichever string it is).
   size_t best = std::string::npos;
   for (const auto& s : stops_) {
-    size_t pos = pending_.find(s);
+    if (!may_stop) break;
+    const size_t from = quiet_ >= s.size() ? quiet_ - s.size() + 1 : 0;
+    size_t pos = pending_.find(s, from);
     if (pos < best) best = pos;
   }
   if (best != std::string::npos) {
@@ -40,14 +44,17 @@ TextAssembler::Step TextAssembler::Push(std::string_view text) {
       }
     }
   }
-  step.text = pending_.substr(0, pending_.size() - keep);
-  pending_.erase(0, pending_.size() - keep);
+  const size_t emitted = pending_.size() - keep;
+  step.text = pending_.substr(0, emitted);
+  pending_.erase(0, emitted);
+  quiet_ = quiet_ > emitted ? quiet_ - emitted : 0;
   return step;
 }
 
 std::string TextAssembler::Flush() {
   std::string out;
   out.swap(pending_);
+  quiet_ = 0;
   return out;
 }
 

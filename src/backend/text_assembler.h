@@ -24,14 +24,19 @@ class TextAssembler {
     std::string text;      // emit now (may be empty while text is held back)
     bool stopped = false;  // a stop string completed; generation must end
   };
-  // Adds the next piece of decoded text.
-  Step Push(std::string_view text);
+  // Adds the next piece of decoded text. may_stop false (a token before
+  // min_tokens): no stop string may end in this text — text that could
+  // begin one is still held back, and a stop string that completes in a
+  // later piece ends the generation (vLLM's rule: a stop string ending in a
+  // token before min_tokens is not a match).
+  Step Push(std::string_view text, bool may_stop = true);
   // End of generation for another reason: everything held back is emitted.
   std::string Flush();
 
  private:
   std::vector<std::string> stops_;
   std::string pending_;
+  size_t quiet_ = 0;  // pending_[0, quiet_) came with may_stop false: no match may end there
   bool stopped_ = false;
 };
 

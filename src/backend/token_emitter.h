@@ -2,12 +2,18 @@
 // for the engine, the mock backend and (through the engine) `tokenwire
 // generate` (DESIGN.md §5).
 //
-// The rules, in order, for the token at index i of the completion:
-//  1. the end-of-text token ends the generation (finish_reason "eos"); it is
-//     reported, carrying only the text held back so far;
+// The rules, in order, for the token at index i of the completion (a token
+// "may end" the generation once i + 1 >= min_tokens, vLLM's rule):
+//  1. the end-of-text token, unless ignore_eos, ends the generation
+//     (finish_reason "eos") if it may end it; a token of stop_token_ids
+//     ends it ("stop") likewise; either is reported carrying only the text
+//     held back so far (its own text is not emitted). An end-of-text token
+//     that does not end it (ignore_eos, or before min_tokens) adds no text:
+//     a special token;
 //  2. otherwise its bytes go through the incremental UTF-8 decoder, then the
 //     stop-string matcher (TextAssembler); a completed stop string ends the
-//     generation ("stop"), the stop string itself never emitted;
+//     generation ("stop") if it ends in a token that may end it, the stop
+//     string itself never emitted;
 //  3. otherwise, the max_new_tokens-th token ends it ("length") and carries
 //     everything held back (a partial character, a possible stop-string
 //     prefix);
@@ -21,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/text_assembler.h"
 #include "stream/event.h"
 #include "tokenizer/tokenizer.h"
@@ -33,6 +40,9 @@ class TokenEmitter {
   // eos_token_id < 0: no end-of-text token (the mock's synthetic vocabulary).
   TokenEmitter(const tokenizer::Tokenizer* tokenizer, std::vector<std::string> stop, int max_new_tokens,
                int32_t eos_token_id);
+  // The end rules of a request: stop, max_new_tokens, min_tokens,
+  // ignore_eos and stop_token_ids.
+  TokenEmitter(const tokenizer::Tokenizer* tokenizer, const GenerationRequest& request, int32_t eos_token_id);
 
   struct Emit {
     int index = 0;     // the token's position in the completion, from 0
@@ -49,6 +59,9 @@ class TokenEmitter {
   const tokenizer::Tokenizer* tokenizer_;
   int max_new_tokens_;
   int32_t eos_;
+  int min_tokens_ = 0;
+  bool ignore_eos_ = false;
+  std::vector<int32_t> stop_ids_;
   int produced_ = 0;
   tokenizer::Utf8StreamDecoder utf8_;
   TextAssembler text_;

@@ -245,7 +245,12 @@ Status CudaRunner::Init() {
   attn_ws_ = kernels::CarveAttentionWorkspace(attn_ws_buf_.get(), attn_plan_);
 
   // The step buffer, pinned on the host and mirrored on the device.
-  layout_ = MakeStepLayout(limits_.max_batch, limits_.max_prefill_tokens, n_ctx_, limits_.block_size_tokens);
+  // A row's logit edits: the engine's bound, or (a runner built without
+  // RunnerLimitsFor) the context's ids plus the named ones.
+  const int edits_per_row =
+      limits_.max_edits_per_row > 0 ? limits_.max_edits_per_row : n_ctx_ + engine::kMaxNamedIds;
+  layout_ = MakeStepLayout(limits_.max_batch, limits_.max_prefill_tokens, n_ctx_, limits_.block_size_tokens,
+                           edits_per_row);
   TW_TRY(kernels::MallocHost(&step_host_, layout_.bytes));
   std::memset(step_host_, 0, layout_.bytes);
   TW_TRY(step_buf_.Allocate(layout_.bytes));
@@ -367,6 +372,10 @@ Status CudaRunner::Head(const float* x, int rows) {
   TW_TRY(kernels::LayerNorm(x, rows, C_, lnf_w_, lnf_b_, eps_, ln_, stream_));
   TW_TRY(kernels::Gemm(plan_lm_, lm_head_, ln_, rows, nullptr, logits_ptr_, GemmEpilogue::kStore, gemm_ws_.get(),
                        gemm_ws_bytes_, stream_));
+  // The rows' logit edits first: sampling and log-probabilities see the edited logits.
+  TW_TRY(kernels::ApplyLogitEdits(logits_ptr_, rows, V_, static_cast<size_t>(V_),
+                                  static_cast<const int32_t*>(At(layout_.edit_rows)),
+                                  static_cast<const LogitEdit*>(At(layout_.edits)), stream_));
   const auto* params = static_cast<const kernels::SampleParams*>(At(layout_.params));
   return kernels::SampleTokens(logits_ptr_, rows, V_, static_cast<size_t>(V_), params, ids_dev_, stream_);
 }
@@ -399,8 +408,9 @@ Status CudaRunner::Decode(const engine::SeqView* seqs, int count, engine::Sample
                          std::to_string(limits_.max_batch) + ")");
   }
   const int bucket = BucketFor(buckets_, count);
-  TW_TRY(PackDecode(seqs, count, bucket, layout_, bounds_, step_host_));
-  TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.bytes, stream_));
+  int edits = 0;
+  TW_TRY(PackDecode(seqs, count, bucket, layout_, bounds_, step_host_, &edits));
+  TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
   if (options_.use_graphs) {
     auto it = graphs_.find(bucket);
     if (it == graphs_.end()) return Status::Error("cuda runner: no graph for bucket " + std::to_string(bucket));
@@ -443,8 +453,10 @@ Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::Sampl
     } else {
       for (int i = 0; i < count; i++) take[static_cast<size_t>(i)] = seqs[i].n;
     }
-    TW_TRY(PackPrefill(views, count, first.data(), take.data(), layout_, bounds_, step_host_, &rows, last.data()));
-    TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.bytes, stream_));
+    int edits = 0;
+    TW_TRY(PackPrefill(views, count, first.data(), take.data(), layout_, bounds_, step_host_, &rows, last.data(),
+                       &edits));
+    TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
     kernels::BlockTables tables{static_cast<const int32_t*>(At(layout_.tables)), count, layout_.table_stride};
     TW_TRY(Layers(rows, /*prefill=*/true, tables));
     done += take[0];

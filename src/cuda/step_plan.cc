@@ -64,7 +64,7 @@ int BucketFor(const std::vector<int>& buckets, int batch) {
   return buckets.empty() ? batch : buckets.back();
 }
 
-StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size) {
+StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size, int edits_per_row) {
   StepLayout l;
   l.rows = std::max(max_batch, max_prefill_tokens);
   l.table_stride = engine::BlocksFor(n_ctx, std::max(block_size, 1));
@@ -82,6 +82,11 @@ StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int 
   at += Align256(static_cast<size_t>(l.rows) * l.table_stride * sizeof(int32_t));
   l.params = at;
   at += Align256(static_cast<size_t>(l.rows) * sizeof(kernels::SampleParams));
+  l.edit_rows = at;
+  at += Align256(static_cast<size_t>(l.rows + 1) * sizeof(int32_t));
+  l.edits = at;
+  l.edit_capacity = std::max(max_batch, 0) * std::max(edits_per_row, 0);
+  at += Align256(static_cast<size_t>(l.edit_capacity) * sizeof(LogitEdit));
   l.bytes = at;
   return l;
 }
@@ -91,14 +96,41 @@ kernels::SampleParams ToSampleParams(const engine::SamplingRow& s) {
   p.temperature = s.temperature;
   p.top_k = s.top_k;
   p.top_p = s.top_p;
-  p.pad = 0;
+  p.min_p_log = MinPLog(s.min_p);
   p.seed = s.seed;
   p.counter = s.counter;
   return p;
 }
 
+namespace {
+
+// Row `row`'s edits after the ones packed so far (*used), its end offset in
+// edit_rows[row + 1]; the ids are checked against the vocabulary.
+Status PackEdits(const engine::SeqView& v, int row, const StepLayout& layout, const ModelBounds& bounds, void* buf,
+                 int* used) {
+  int32_t* edit_rows = I32(buf, layout.edit_rows);
+  auto* edits = reinterpret_cast<LogitEdit*>(static_cast<char*>(buf) + layout.edits);
+  const int n = v.sampling.num_edits;
+  if (n < 0 || n > layout.edit_capacity - *used || (n > 0 && v.sampling.edits == nullptr)) {
+    return Bad("logit edit count", row, n, "<= " + std::to_string(layout.edit_capacity - *used) + " left of " +
+                                              std::to_string(layout.edit_capacity) + " in the step");
+  }
+  for (int j = 0; j < n; j++) {
+    const LogitEdit& e = v.sampling.edits[j];
+    if (e.id < 0 || e.id >= bounds.vocab_size) {
+      return Bad("logit edit id", row, e.id, "in [0, " + std::to_string(bounds.vocab_size) + ")");
+    }
+    edits[*used + j] = e;
+  }
+  *used += n;
+  edit_rows[row + 1] = *used;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const StepLayout& layout,
-                  const ModelBounds& bounds, void* buf) {
+                  const ModelBounds& bounds, void* buf, int* edits_used) {
   if (count < 1 || count > bucket || bucket > layout.rows) {
     return Status::Error("cuda step: decode of " + std::to_string(count) + " sequences in a bucket of " +
                          std::to_string(bucket) + " (layout rows " + std::to_string(layout.rows) + ")");
@@ -108,6 +140,9 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
   int32_t* lens = I32(buf, layout.lens);
   int32_t* row_table = I32(buf, layout.row_table);
   auto* params = reinterpret_cast<kernels::SampleParams*>(static_cast<char*>(buf) + layout.params);
+  int32_t* edit_rows = I32(buf, layout.edit_rows);
+  int used = 0;
+  edit_rows[0] = 0;
   for (int i = 0; i < count; i++) {
     const engine::SeqView& v = seqs[i];
     if (v.n != 1 || v.tokens == nullptr) return Bad("decode token count", i, v.n, "1");
@@ -123,6 +158,7 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
     lens[i] = v.cached + 1;
     row_table[i] = i;
     params[i] = ToSampleParams(v.sampling);
+    if (Status s = PackEdits(v, i, layout, bounds, buf, &used); !s.ok()) return s;
   }
   // Padding rows: row j = i - count holds token 0 at its own scratch slot
   // (position j, in the scratch blocks), greedy.
@@ -136,13 +172,15 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
     int32_t* row = I32(buf, layout.tables) + static_cast<size_t>(i) * layout.table_stride;
     for (int b = 0; b < layout.table_stride; b++) row[b] = bounds.num_blocks + std::min(b, bounds.pad_blocks - 1);
     params[i] = kernels::SampleParams{};
+    edit_rows[i + 1] = used;
   }
+  if (edits_used != nullptr) *edits_used = used;
   return Status::Ok();
 }
 
 Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
                    const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out,
-                   int* last_row) {
+                   int* last_row, int* edits_used) {
   if (count < 1 || count > layout.rows) {
     return Status::Error("cuda step: prefill of " + std::to_string(count) + " sequences (at most " +
                          std::to_string(layout.rows) + ")");
@@ -151,6 +189,8 @@ Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_toke
   int32_t* positions = I32(buf, layout.positions);
   int32_t* row_table = I32(buf, layout.row_table);
   auto* params = reinterpret_cast<kernels::SampleParams*>(static_cast<char*>(buf) + layout.params);
+  I32(buf, layout.edit_rows)[0] = 0;
+  int used = 0;
   int row = 0;
   for (int i = 0; i < count; i++) {
     const engine::SeqView& v = seqs[i];
@@ -178,8 +218,10 @@ Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_toke
     }
     last_row[i] = row - 1;
     params[i] = ToSampleParams(v.sampling);
+    if (Status s = PackEdits(v, i, layout, bounds, buf, &used); !s.ok()) return s;
   }
   *rows_out = row;
+  if (edits_used != nullptr) *edits_used = used;
   return Status::Ok();
 }
 

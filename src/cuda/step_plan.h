@@ -14,9 +14,11 @@
 // The step buffer (StepLayout) holds, at fixed offsets, for up to `rows`
 // rows: token ids, positions, table rows (prefill: which sequence each row
 // belongs to), lengths (decode: positions + 1), the block tables (one row of
-// `table_stride` ids per sequence), and the sampling parameters of each
-// sequence (kernels::SampleParams). The same layout is mirrored on the
-// device, so a step is one host-to-device copy.
+// `table_stride` ids per sequence), the sampling parameters of each
+// sequence (kernels::SampleParams) and, last, its logit edits (edit_rows
+// offsets into one array, kernels::ApplyLogitEdits' input). The same layout
+// is mirrored on the device, so a step is one host-to-device copy of the
+// buffer up to the edits it uses (UsedBytes).
 //
 // Everything here checks what it packs (ids in range, tables long enough,
 // positions inside the context) and refuses with a Status naming the
@@ -51,12 +53,18 @@ struct StepLayout {
   size_t lens = 0;       // int32 (rows): decode, keys each row attends
   size_t tables = 0;     // int32 (rows, table_stride)
   size_t params = 0;     // kernels::SampleParams (rows)
+  size_t edit_rows = 0;  // int32 (rows + 1): row r's edits are [edit_rows[r], edit_rows[r + 1])
+  size_t edits = 0;      // tw::LogitEdit (edit_capacity), last in the buffer
+  int edit_capacity = 0; // edits one step may carry, all rows together
   size_t bytes = 0;      // the whole buffer
+
+  // The bytes a step that packed `edits_used` edits must copy.
+  size_t UsedBytes(int edits_used) const { return edits + static_cast<size_t>(edits_used) * sizeof(LogitEdit); }
 };
 
 // rows = max(max_batch, max_prefill_tokens); the table stride covers n_ctx
-// positions of block_size tokens.
-StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size);
+// positions of block_size tokens; edit_capacity = max_batch * edits_per_row.
+StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size, int edits_per_row = 0);
 
 // What the packer checks against.
 struct ModelBounds {
@@ -73,18 +81,20 @@ int PadBlocks(int max_batch, int n_ctx, int block_size);
 
 // A decode step: rows [0, count) are the sequences (each n == 1: token at
 // position cached, attending cached + 1 keys), rows [count, bucket) padding
-// (the scratch block). Fills `buf` (layout.bytes) at the layout's offsets.
+// (the scratch block). Fills `buf` (layout.bytes) at the layout's offsets,
+// and *edits_used (if given) with the edits packed (padding rows have none).
 Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const StepLayout& layout,
-                  const ModelBounds& bounds, void* buf);
+                  const ModelBounds& bounds, void* buf, int* edits_used = nullptr);
 
 // One prefill pass of `count` sequences, rows in order: sequence i's tokens
 // [first_token[i], first_token[i] + take[i]) at positions cached + those
 // indexes, table row i, row_table = i. take[i] >= 1 and the total <=
 // layout.rows. Fills `buf` and *rows_out (the rows packed) and last_row[i]
-// (the row holding sequence i's last packed token).
+// (the row holding sequence i's last packed token), and *edits_used (if
+// given): sequence i's edits are sampled row i's.
 Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
                    const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out,
-                   int* last_row);
+                   int* last_row, int* edits_used = nullptr);
 
 // The sampling parameters of one row (greedy for padding).
 kernels::SampleParams ToSampleParams(const engine::SamplingRow& s);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend/token_emitter.h"
+#include "engine/logit_editor.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tw::engine {
@@ -49,16 +50,19 @@ struct Engine::Sequence {
   bool done = false;       // stream finished; removed from the lists at Compact()
   int32_t last_token = 0;
   backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
+  LogitEditor edits;           // logit_bias, min_tokens and the penalties, as they stand
 
   Sequence(std::shared_ptr<stream::Stream> s, backend::GenerationRequest r, uint64_t seed,
            const tokenizer::Tokenizer* tokenizer, int32_t eos)
       : id(s->id()),
         stream(std::move(s)),
         request(std::move(r)),
-        emit(tokenizer, request.stop, request.max_new_tokens, eos) {
+        emit(tokenizer, request, eos),
+        edits(request, eos) {
     sampling.temperature = request.temperature;
     sampling.top_k = request.top_k;
     sampling.top_p = request.top_p;
+    sampling.min_p = request.min_p;
     sampling.seed = seed;
     sampling.logprobs = std::min(request.logprobs, kMaxTopLogprobs);
   }
@@ -74,6 +78,7 @@ RunnerLimits RunnerLimitsFor(const EngineOptions& o, int n_ctx) {
   }
   l.max_prefill_tokens = std::max(1, o.max_prefill_chunk_tokens);
   l.threads = std::max(1, o.threads);
+  l.max_edits_per_row = n_ctx + kMaxNamedIds;
   return l;
 }
 
@@ -178,6 +183,24 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
                                    "prompt token " + std::to_string(i) + " is " + std::to_string(t) +
                                        ", outside the vocabulary [0, " + std::to_string(shape_.vocab_size) + ")"));
     }
+  }
+  auto named = [&](const char* what, int32_t id) {
+    return id >= 0 && id < shape_.vocab_size
+               ? std::string()
+               : std::string(what) + " names token " + std::to_string(id) + ", outside the vocabulary [0, " +
+                     std::to_string(shape_.vocab_size) + ")";
+  };
+  if (request.logit_bias.size() + request.stop_token_ids.size() + 1 > static_cast<size_t>(kMaxNamedIds)) {
+    return refuse(ApiError::Make(ErrorCode::kInvalidRequest,
+                                 "logit_bias and stop_token_ids name " +
+                                     std::to_string(request.logit_bias.size() + request.stop_token_ids.size()) +
+                                     " ids; at most " + std::to_string(kMaxNamedIds - 1) + " together"));
+  }
+  for (const auto& [id, bias] : request.logit_bias) {
+    if (std::string m = named("logit_bias", id); !m.empty()) return refuse(ApiError::Make(ErrorCode::kInvalidRequest, m));
+  }
+  for (int32_t id : request.stop_token_ids) {
+    if (std::string m = named("stop_token_ids", id); !m.empty()) return refuse(ApiError::Make(ErrorCode::kInvalidRequest, m));
   }
   const int positions = std::max(prompt, 1) + std::max(request.max_new_tokens, 1) - 1;
   if (positions > shape_.n_ctx) {
@@ -490,6 +513,8 @@ SeqView Engine::ViewOf(const Sequence& s, const int32_t* tokens, int n) {
   v.n = n;
   v.sampling = s.sampling;
   v.sampling.counter = static_cast<uint64_t>(s.emit.produced());
+  v.sampling.edits = s.edits.data();
+  v.sampling.num_edits = s.edits.size();
   return v;
 }
 
@@ -578,6 +603,7 @@ bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
   s.last_token = sampled.id;
   counters_.tokens_generated++;
   backend::TokenEmitter::Emit e = s.emit.Push(sampled.id);
+  if (!e.done) s.edits.OnToken(sampled.id, s.emit.produced());
   stream::Event event = stream::Event::Token(e.index, sampled.id, std::move(e.text));
   event.logprobs = LogprobsOf(sampled);
   s.stream->Append(std::move(event));

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/logit_edit.h"
 #include "common/status.h"
 
 namespace tw::engine {
@@ -59,6 +60,9 @@ struct RunnerLimits {
   int block_size_tokens = 16;    // tokens per KV block
   int max_prefill_tokens = 256;  // tokens in one Prefill pass of several sequences
   int threads = 1;               // CPU threads (the engine thread included)
+  // Logit edits one row may carry (SamplingRow::edits): the context's ids
+  // (penalties) plus logit_bias and the ids min_tokens holds back.
+  int max_edits_per_row = 0;
 };
 
 // How to draw a row's next token (model/sampling.h has the rules).
@@ -66,12 +70,23 @@ struct SamplingRow {
   float temperature = 0.0f;  // <= 0: greedy
   int top_k = 0;             // 0: off
   float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off (common/logit_edit.h)
+  // Applied to the row's logits before anything else, greedy rows too (at
+  // most one edit per id; common/logit_edit.h has the arithmetic). Built by
+  // the engine from logit_bias, min_tokens and the penalties; valid during
+  // the call only; num_edits <= RunnerLimits::max_edits_per_row.
+  const LogitEdit* edits = nullptr;
+  int num_edits = 0;
   uint64_t seed = 0;         // the request's seed
   uint64_t counter = 0;      // which draw: the token's index in the completion
   // -1: no log-probabilities; 0..kMaxTopLogprobs: the sampled token's
   // log-probability and this many most likely alternatives.
   int logprobs = -1;
 };
+
+// The most ids a request's logit_bias and stop_token_ids name together (with
+// the end-of-text id): with the context's ids, RunnerLimits::max_edits_per_row.
+inline constexpr int kMaxNamedIds = 1024;
 
 // The most alternatives a row may ask for (OpenAI's bound on logprobs and
 // top_logprobs).

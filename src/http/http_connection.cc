@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "http/request_id.h"
 #include "http/router.h"
 #include "json/error_json.h"
 
@@ -118,6 +119,7 @@ class HttpConnection : public net::ConnectionHandler,
     h.close = close_after_;
     h.keep_alive_http10 = http10_ && !close_after_;
     h.extra = &extra;
+    h.edge = &edge_;
     std::string head = BuildResponseHead(h);
     std::string_view parts[2] = {head, body};
     server_->CountResponse(status);  // before the bytes leave: a client may read metrics next
@@ -129,11 +131,16 @@ class HttpConnection : public net::ConnectionHandler,
     CompleteResponse();
   }
 
-  // An error envelope is about to be sent: the access record names it.
-  void NoteError(std::string_view type, std::string_view message) {
-    error_type_ = type;
-    error_message_.assign(message.substr(0, kMaxLoggedMessage));
+  // An error answer to the current request (Responder::SendError): its
+  // body by the request's path (ServerOptions::error_body), named in the
+  // access record.
+  void SendErrorAnswer(const ApiError& e, const Headers& extra) {
+    NoteError(e.type(), e.message);
+    SendComplete(e.http_status, "application/json", ErrorBody(request_.path, e), extra);
   }
+
+  // The id of request `seq` (Responder::request_id), "" for another.
+  std::string RequestIdOf(uint64_t seq) const { return seq == seq_ ? request_id_ : std::string(); }
 
   std::shared_ptr<StreamWriter> SendStreamHead(int status, std::string_view content_type,
                                                const Headers& extra) {
@@ -147,6 +154,7 @@ class HttpConnection : public net::ConnectionHandler,
     h.framing = chunked ? BodyFraming::kChunked : BodyFraming::kUntilClose;
     h.close = close_after_;
     h.extra = &extra;
+    h.edge = &edge_;
     server_->CountResponse(status);
     wire_start_ = conn_.queued_total();
     conn_.WriteUnbounded(BuildResponseHead(h));
@@ -183,7 +191,7 @@ class HttpConnection : public net::ConnectionHandler,
     responded_ = true;
     server_->CountResponse(101);
     wire_start_ = conn_.queued_total();
-    conn_.WriteUnbounded(head);
+    conn_.WriteUnbounded(InsertHeaders(head, edge_));
     status_ = 101;
     RecordAccess(nullptr);
     CancelTimers();  // no HTTP deadlines on the new protocol
@@ -273,12 +281,15 @@ class HttpConnection : public net::ConnectionHandler,
     const ServerOptions& o = server_->options_;
     SendFatal(ApiError::Make(ErrorCode::kRequestTimeout, "request not complete within header_timeout_ms=" +
                                                              std::to_string(o.header_timeout_ms) +
-                                                             " of its first byte"));
+                                                             " of its first byte"),
+              nullptr);
   }
 
   // An error answer that ends the connection: envelope, Connection: close,
-  // close after flushing.
-  void SendFatal(const ApiError& e) {
+  // close after flushing. `head`: the request it answers when its head was
+  // read (its path chooses the envelope; its Origin and X-Request-Id count),
+  // else null.
+  void SendFatal(const ApiError& e, const Request* head) {
     in_flight_ = true;  // stop parsing
     responded_ = true;
     close_after_ = true;
@@ -287,14 +298,16 @@ class HttpConnection : public net::ConnectionHandler,
     dispatched_ = false;
     status_ = e.http_status;
     NoteError(e.type(), e.message);
-    std::string body = json::ErrorEnvelope(e);
+    PrepareEdge(head);
+    std::string body = ErrorBody(head ? std::string_view(head->path) : std::string_view(), e);
     ResponseHead h;
     h.status = e.http_status;
     h.content_type = "application/json";
     h.content_length = body.size();
     h.close = true;
-    std::string head = BuildResponseHead(h);
-    std::string_view parts[2] = {head, body};
+    h.edge = &edge_;
+    std::string head_bytes = BuildResponseHead(h);
+    std::string_view parts[2] = {head_bytes, body};
     server_->CountResponse(e.http_status);
     wire_start_ = conn_.queued_total();
     conn_.WriteUnbounded(parts, 2);
@@ -309,7 +322,7 @@ class HttpConnection : public net::ConnectionHandler,
     if (status < 400 || status > 599) status = 400;
     std::string message = reader_.error_message();
     if (message.empty()) message = std::string(ReasonPhrase(status));
-    SendFatal(ApiError::Make(ErrorCodeForStatus(status), status, std::move(message)));
+    SendFatal(ApiError::Make(ErrorCodeForStatus(status), status, std::move(message)), reader_.failed_head());
   }
 
   void ProcessInput() {
@@ -367,6 +380,12 @@ class HttpConnection : public net::ConnectionHandler,
     close_after_ = !request_.keep_alive || server_->shutting_down_;
     http10_ = request_.minor_version == 0;
     conn_.SetReading(false);
+    PrepareEdge(&request_);
+    Headers preflight;
+    if (PreflightHeaders(server_->options_.cors, request_, &preflight)) {
+      SendComplete(204, "", "", preflight);
+      return;
+    }
     Responder r(weak_from_this(), seq_);
     if (server_->router_ != nullptr) {
       server_->router_->Dispatch(request_, std::move(r));
@@ -377,6 +396,26 @@ class HttpConnection : public net::ConnectionHandler,
 
   static constexpr size_t kMaxLoggedMessage = 200;  // bytes of an error message in the log
 
+  // An error envelope is about to be sent: the access record names it.
+  void NoteError(std::string_view type, std::string_view message) {
+    error_type_ = type;
+    error_message_.assign(message.substr(0, kMaxLoggedMessage));
+  }
+
+  std::string ErrorBody(std::string_view path, const ApiError& e) const {
+    const ServerOptions& o = server_->options_;
+    return o.error_body ? o.error_body(path, e) : json::ErrorEnvelope(e);
+  }
+
+  // The headers every response to `req` carries (null: no request head was
+  // read): its id, and the CORS headers.
+  void PrepareEdge(const Request* req) {
+    edge_.clear();
+    request_id_ = RequestIdFor(req ? req->Header("X-Request-Id") : std::string_view());
+    edge_.emplace_back("X-Request-Id", request_id_);
+    if (req) AppendCorsHeaders(server_->options_.cors, *req, &edge_);
+  }
+
   // One response's access record, written once its bytes have left (or the
   // connection closed): server.h's file comment says what it holds.
   struct AccessRecord {
@@ -386,6 +425,7 @@ class HttpConnection : public net::ConnectionHandler,
     uint64_t body_bytes;
     double ms;
     std::string error, msg;
+    std::string request_id;
     const char* outcome;  // null, or "closed": the stream was cut mid-response
     uint64_t wire_start, wire_end;  // the response's bytes in conn_'s queued_total() count
   };
@@ -405,6 +445,7 @@ class HttpConnection : public net::ConnectionHandler,
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count(),
                    error_type_,
                    error_message_,
+                   request_id_,
                    outcome,
                    wire_start_,
                    conn_.queued_total()};
@@ -432,6 +473,7 @@ class HttpConnection : public net::ConnectionHandler,
          {"bytes", r.body_bytes - std::min(r.body_bytes, unsent)},
          {"unsent", unsent > 0 ? std::optional<int64_t>(static_cast<int64_t>(unsent)) : std::nullopt},
          {"ms", r.ms},
+         {"request_id", r.request_id.empty() ? std::string_view() : std::string_view(r.request_id)},
          {"error", r.error.empty() ? std::string_view() : std::string_view(r.error)},
          {"msg", r.msg.empty() ? std::string_view() : std::string_view(r.msg)},
          {"outcome", outcome}});
@@ -473,6 +515,8 @@ class HttpConnection : public net::ConnectionHandler,
   int status_ = 0;
   uint64_t body_bytes_ = 0;
   std::string error_type_, error_message_;
+  std::string request_id_;          // the current response's X-Request-Id
+  Headers edge_;                    // X-Request-Id and CORS: on every response to the current request
   uint64_t wire_start_ = 0;                 // conn_.queued_total() when the response began
   std::deque<AccessRecord> pending_;        // complete, bytes not all sent yet (oldest first)
   std::function<void()> on_gone_;           // Responder::OnClientGone of request on_gone_seq_
@@ -556,8 +600,12 @@ void Responder::SendError(const ApiError& e, const Headers& extra_headers) {
   if (e.retry_after_ms > 0) {
     h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (e.retry_after_ms + 999) / 1000)));
   }
-  c->NoteError(e.type(), e.message);
-  c->SendComplete(e.http_status, "application/json", json::ErrorEnvelope(e), h);
+  c->SendErrorAnswer(e, h);
+}
+
+std::string Responder::request_id() const {
+  auto c = conn_.lock();
+  return c ? c->RequestIdOf(seq_) : std::string();
 }
 
 std::shared_ptr<StreamWriter> Responder::StartStream(int status, std::string content_type,

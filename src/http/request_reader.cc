@@ -191,12 +191,9 @@ RequestReader::Event RequestReader::ParseHead(Request* out) {
     }
     return Event::kNeedMore;
   }
-  MessageFraming framing;
-  if (!InterpretHead(view, head, limits_.max_body_bytes, limits_.require_host, &framing,
-                     &failure)) {
-    return fail(failure);
-  }
-
+  // The head is copied before its framing is checked, so that an error the
+  // framing finds (413, 501, ...) is answered knowing its request
+  // (failed_head()).
   pending_ = Request();
   pending_.method.assign(view.method);
   pending_.target.assign(view.target);
@@ -210,6 +207,12 @@ RequestReader::Event RequestReader::ParseHead(Request* out) {
   for (size_t i = 0; i < view.num_headers; i++) {
     pending_.headers.emplace_back(std::string(view.headers[i].name),
                                   std::string(view.headers[i].value));
+  }
+  head_kept_ = true;
+  MessageFraming framing;
+  if (!InterpretHead(view, head, limits_.max_body_bytes, limits_.require_host, &framing,
+                     &failure)) {
+    return fail(failure);
   }
   pending_.keep_alive = framing.keep_alive;
   pending_.expect_continue = framing.expect_continue;
@@ -255,6 +258,7 @@ RequestReader::Event RequestReader::FinishRequest(Request* out) {
   }
   *out = std::move(pending_);
   pending_ = Request();
+  head_kept_ = false;
   return Event::kRequest;
 }
 

@@ -144,6 +144,10 @@ class RequestReader {
   Event Next(Request* out);
 
   int error_status() const { return error_status_; }
+  // After kError: the head of the request the error belongs to when it was
+  // read whole (a body over its bound, a transfer coding refused, a bad
+  // chunk), else null (the head itself was bad or too large).
+  const Request* failed_head() const { return state_ == State::kError && head_kept_ ? &pending_ : nullptr; }
   const std::string& error_message() const { return error_message_; }
   // True while a request head has started arriving but is not complete (for
   // the header-read deadline).
@@ -188,6 +192,7 @@ class RequestReader {
   uint64_t stream_offset_ = 0;      // stream offset of buf_[0], for messages
   std::vector<HeaderView> header_slots_;  // max_headers entries, reused
   Request pending_;                 // request being assembled (head parsed)
+  bool head_kept_ = false;          // pending_ holds a parsed head
   uint64_t body_remaining_ = 0;     // Content-Length bytes still to read
   bool last_keep_alive_ = true;     // keep_alive of the last returned request
   uint64_t body_stream_offset_ = 0; // stream offset where the chunked body began

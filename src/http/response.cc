@@ -1,6 +1,7 @@
 #include "http/response.h"
 
 #include <charconv>
+#include <initializer_list>
 
 namespace tw::http {
 namespace {
@@ -87,8 +88,9 @@ std::string BuildResponseHead(const ResponseHead& head) {
   } else if (head.keep_alive_http10) {
     out += "\r\nConnection: keep-alive";
   }
-  if (head.extra) {
-    for (const auto& [name, value] : *head.extra) {
+  for (const Headers* list : {head.extra, head.edge}) {
+    if (list == nullptr) continue;
+    for (const auto& [name, value] : *list) {
       if (name.empty() || !SafeHeaderText(name) || !SafeHeaderText(value)) continue;
       out += "\r\n";
       out += name;
@@ -97,6 +99,20 @@ std::string BuildResponseHead(const ResponseHead& head) {
     }
   }
   out += "\r\n\r\n";
+  return out;
+}
+
+std::string InsertHeaders(std::string_view head, const Headers& extra) {
+  if (head.size() < 4 || head.substr(head.size() - 4) != "\r\n\r\n") return std::string(head);
+  std::string out(head.substr(0, head.size() - 2));
+  for (const auto& [name, value] : extra) {
+    if (name.empty() || !SafeHeaderText(name) || !SafeHeaderText(value)) continue;
+    out += name;
+    out += ": ";
+    out += value;
+    out += "\r\n";
+  }
+  out += "\r\n";
   return out;
 }
 

@@ -32,10 +32,16 @@ struct ResponseHead {
   bool close = false;         // adds "Connection: close"
   bool keep_alive_http10 = false;  // adds "Connection: keep-alive" (HTTP/1.0 clients)
   const Headers* extra = nullptr;
+  // The headers the HTTP layer adds to every response of a request
+  // (X-Request-Id, CORS), after `extra`.
+  const Headers* edge = nullptr;
 };
 
 // Status line + headers + the blank line.
 std::string BuildResponseHead(const ResponseHead& head);
+// `head` (a whole response head, ending in its blank line) with `extra`
+// added before the blank line (dropped like BuildResponseHead's if unsafe).
+std::string InsertHeaders(std::string_view head, const Headers& extra);
 
 
 // Appends s as a JSON string literal (with quotes), escaping per RFC 8259.

@@ -61,6 +61,13 @@ bool Router::Match(const Route& route, std::string_view path, PathParams* params
   return true;
 }
 
+bool Router::HasPath(std::string_view path) const {
+  for (const Route& r : routes_) {
+    if (Match(r, path, nullptr)) return true;
+  }
+  return false;
+}
+
 void Router::Dispatch(const Request& request, Responder responder) const {
   std::vector<std::string_view> methods;  // of routes matching the path
   for (const Route& r : routes_) {

@@ -4,8 +4,10 @@
 // exactly one non-empty path segment and is captured (Responder::Param).
 // Matching is on the raw path (no percent-decoding, no trailing-slash
 // folding); routes are tried in registration order. Unknown path → 404
-// not_found envelope; a path that matches with other methods only → 405
-// method_not_allowed with "Allow: GET, DELETE" (registered order).
+// not_found; a path that matches with other methods only → 405
+// method_not_allowed with "Allow: GET, DELETE" (registered order); both
+// through Responder::SendError, so in the envelope the server's
+// error_body chooses for the path.
 //
 // Threads: Add() before the server starts; Dispatch() on the loop thread.
 // Allocates the route table at Add() and the captured params per request.
@@ -25,6 +27,8 @@ class Router {
   void Add(std::string method, std::string pattern, Handler handler);
   // Calls the matching handler, or answers 404/405 through responder.
   void Dispatch(const Request& request, Responder responder) const;
+  // Whether some route (of any method) matches `path`: false is the 404.
+  bool HasPath(std::string_view path) const;
 
  private:
   struct Segment {

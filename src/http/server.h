@@ -49,8 +49,8 @@
 // its last byte has left this process (into the kernel's socket buffer) or
 // its connection closed, whichever is first, with method, path (the target
 // without its query), status, body bytes, duration in ms from the request's
-// dispatch to the response's completion, and for an error answer its type
-// and message. When the connection closed with part of the response unsent,
+// dispatch to the response's completion, its request_id, and for an error
+// answer its type and message. When the connection closed with part of the response unsent,
 // "bytes" is what left, "unsent" the wire bytes that did not, and "outcome"
 // says why: "closed" (the client went away) or "reset" (it stopped reading).
 // A record waits only while part of its response is in the connection's
@@ -58,6 +58,12 @@
 // max_output_bytes, so the records waiting are bounded by it too.
 // Level: info below 400, warn for 4xx, error for 5xx. A 503 to a connection
 // over max_connections is logged as "rejected" (warn).
+//
+// Every response (a handler's, streamed, an error of the router or the
+// reader, a 101) carries X-Request-Id (request_id.h) and, under a CORS
+// policy, the CORS headers (cors.h); a CORS preflight from an allowed
+// origin is answered 204 before routing. The 503 over max_connections comes
+// before any request: it has neither.
 //
 // Protocol switch (WebSocket): Responder::Upgrade writes the 101 head, takes
 // the bytes the reader holds past the request, and gives the net::Connection
@@ -82,6 +88,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "http/cors.h"
 #include "http/request_reader.h"
 #include "http/response.h"
 #include "net/connection.h"
@@ -111,6 +118,15 @@ struct ServerOptions {
   // The access log: one record per response (see the file comment); null:
   // nothing is logged.
   Logger* log = nullptr;
+  // Which Origins get CORS headers, and the preflight answer (cors.h);
+  // empty: no CORS header at all.
+  CorsPolicy cors;
+  // The body of every error answer the HTTP layer writes (Responder::
+  // SendError, the router's 404 and 405, the reader's 400/408/413/431/501),
+  // by the request's path ("" when no request head was read); null:
+  // json::ErrorEnvelope (DESIGN.md §4). The app answers another API's paths
+  // in that API's envelope with it; this layer knows no API.
+  std::function<std::string(std::string_view path, const ApiError& e)> error_body;
 };
 
 using PathParams = std::vector<std::pair<std::string, std::string>>;
@@ -172,9 +188,10 @@ class Responder {
 
   // Complete response with Content-Length.
   void Send(int status, std::string content_type, std::string body, const Headers& extra_headers = {});
-  // DESIGN.md §4 envelope {"error":{"type","message","retryable",…}} for
-  // an ApiError: its status, its fields, and Retry-After (seconds, rounded
-  // up) when it has retry_after_ms. The one way an error is answered.
+  // An ApiError as a JSON answer: its status, the body ServerOptions::
+  // error_body makes for the request's path (else DESIGN.md §4's envelope
+  // {"error":{"type","message","retryable",…}}), and Retry-After (seconds,
+  // rounded up) when it has retry_after_ms. The one way an error is answered.
   void SendError(const ApiError& e, const Headers& extra_headers = {});
   // Response head with Transfer-Encoding: chunked; the body follows through
   // the returned writer.
@@ -197,6 +214,11 @@ class Responder {
   using UpgradeFn = std::function<std::unique_ptr<net::ConnectionHandler>(
       net::Connection* conn, std::string leftover)>;
   bool Upgrade(std::string_view response_head, const UpgradeFn& make_handler);
+
+  // The request's id (request_id.h: the client's X-Request-Id when valid,
+  // else one the server made), which every response to it carries; "" once
+  // the connection is gone or has moved on to a later request.
+  std::string request_id() const;
 
   // Path parameters captured by the route pattern ("{id}" → Param("id")),
   // "" if absent.

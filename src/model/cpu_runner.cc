@@ -79,8 +79,12 @@ void CpuRunner::SampleRows(const engine::SeqView* seqs, int count, engine::Sampl
   const size_t V = static_cast<size_t>(model_->config().vocab_size);
   auto draw = [&](int i, int worker) {
     const engine::SamplingRow& r = seqs[i].sampling;
-    SamplingParams p{r.temperature, r.top_k, r.top_p};
-    const float* row = logits_.data() + i * V;
+    SamplingParams p{r.temperature, r.top_k, r.top_p, r.min_p};
+    float* row = logits_.data() + i * V;
+    for (int j = 0; j < r.num_edits; j++) {
+      const LogitEdit& e = r.edits[j];
+      if (e.id >= 0 && static_cast<size_t>(e.id) < V) row[e.id] = ApplyLogitEdit(row[e.id], e);
+    }
     engine::SampledToken& o = out[i];
     o.id = samplers_[worker]->Sample(row, p, CounterUniform(r.seed, r.counter));
     o.has_logprobs = false;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/logit_edit.h"
 #include "cpu/kernels.h"
 
 namespace tw::model {
@@ -163,14 +164,22 @@ int32_t Sampler::Sample(const float* logits, const SamplingParams& params, float
   // first, then lower id: logit > t, or logit == t and id <= last_tie.
   float t = -INFINITY;
   int32_t last_tie = V;  // every id at t
-  if (params.top_k > 0 && params.top_k < static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, -INFINITY))) {
+  // min_p keeps the ids at or above a threshold: a prefix of the order that
+  // holds all its ties, so it is the top-k of its own count.
+  int top_k = params.top_k;
+  if (const float lg = MinPLog(params.min_p); lg < 0.0f) {
+    const float floor = MinPThreshold(mx, params.temperature, lg);
+    const int kept = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, floor));
+    top_k = top_k > 0 ? std::min(top_k, kept) : kept;
+  }
+  if (top_k > 0 && top_k < static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, -INFINITY))) {
     // t = the k-th largest logit; of the ids at t, the lowest ones fill the k.
-    if (!TopKFromCandidates(logits, params.top_k, &t, &last_tie)) {
-      const float k = static_cast<float>(params.top_k);
+    if (!TopKFromCandidates(logits, top_k, &t, &last_tie)) {
+      const float k = static_cast<float>(top_k);
       t = LargestWith(-INFINITY, mx, [&](float x) { return cpu::SumAtLeast(logits, nullptr, V, x) >= k; });
       const int at_or_above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, t));
       const int above = static_cast<int>(cpu::SumAtLeast(logits, nullptr, V, Above(t)));
-      if (at_or_above > params.top_k) last_tie = NthIdAt(logits, t, params.top_k - above);
+      if (at_or_above > top_k) last_tie = NthIdAt(logits, t, top_k - above);
     }
   }
   if (params.top_p < 1.0f) {

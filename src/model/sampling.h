@@ -2,11 +2,14 @@
 // per-request seeded generator so that a seeded request's stream never
 // depends on what else shares its batch.
 //
-// Rules (in this order): temperature <= 0 means greedy (argmax). Otherwise
-// the logits are divided by the temperature; top_k > 0 keeps the k most
-// likely tokens; top_p < 1 then keeps the smallest set of the most likely
-// tokens whose probability sums to at least top_p; one token is drawn from
-// what is left, renormalised. Ties in value always break toward the lower
+// Rules (in this order; the runner has already applied the row's logit
+// edits, common/logit_edit.h): temperature <= 0 means greedy (argmax).
+// Otherwise the logits are divided by the temperature; min_p > 0 keeps the
+// tokens whose probability is at least min_p times the largest (a logit at
+// or above MinPThreshold); top_k > 0 keeps the k most likely of those; top_p
+// < 1 then keeps the smallest set of the most likely tokens whose
+// probability sums to at least top_p of what is kept; one token is drawn
+// from what is left, renormalised. Ties in value always break toward the lower
 // token id (argmax, and the order used by top-k/top-p), so results are
 // deterministic.
 //
@@ -39,6 +42,7 @@ struct SamplingParams {
   float temperature = 1.0f;  // <= 0: greedy
   int top_k = 0;             // 0: off
   float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
 };
 
 // Index of the largest value; the lowest index among equal maxima. n >= 1.

@@ -1,10 +1,8 @@
 #include "stream/hub.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
-#include <cerrno>
 
+#include "common/random.h"
 #include "net/event_loop.h"
 
 namespace tw::stream {
@@ -75,27 +73,12 @@ StreamHub::~StreamHub() {
 }
 
 std::string StreamHub::NewId() {
-  unsigned char raw[16];
-  size_t got = 0;
-  while (got < sizeof(raw)) {
-    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;  // cannot happen on Linux >= 3.17 once the pool is initialised
-    }
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
   std::string id = "s_";
   if (!instance_tag_.empty()) id += instance_tag_ + "_";
-  for (unsigned char b : raw) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
+  return id + RandomHex(16);
 }
 
-std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
+std::shared_ptr<Stream> StreamHub::Create(Policy policy, std::string request_id) {
   if (entries_.size() >= options_.max_streams) return nullptr;
   std::string id = NewId();
   StreamLimits limits = options_.stream_limits;
@@ -118,6 +101,7 @@ std::shared_ptr<Stream> StreamHub::Create(Policy policy) {
   e.stream = s;
   e.policy = policy;
   e.lab = IsLabPolicy(policy);
+  e.request_id = std::move(request_id);
   counters_.streams_created++;
   return s;
 }
@@ -253,7 +237,8 @@ void StreamHub::CancelGeneration(Entry& e, const char* reason) {
   e.cancel_sent = true;
   e.cancel_at = Clock::now();
   e.cancel_reason = reason;
-  LogIf(options_.log, LogLevel::kInfo, "cancel", {{"stream", e.stream->id()}, {"reason", reason}});
+  LogIf(options_.log, LogLevel::kInfo, "cancel",
+        {{"stream", e.stream->id()}, {"reason", reason}, {"request_id", RequestIdField(e)}});
   producer_->Cancel(e.stream->id());
 }
 
@@ -265,9 +250,15 @@ void StreamHub::EndSlow(Entry& e, size_t index, const ApiError& end) {
         {{"stream", e.stream->id()},
          {"reason", "slow_client"},
          {"policy", PolicyName(e.policy)},
-         {"resume_from", end.resume_from}});
+         {"resume_from", end.resume_from},
+         {"request_id", RequestIdField(e)}});
   RemoveSub(e, index);
   t->End(end);
+}
+
+// A stream's request id as a log field: absent when it has none.
+std::string_view StreamHub::RequestIdField(const Entry& e) {
+  return e.request_id.empty() ? std::string_view() : std::string_view(e.request_id);
 }
 
 void StreamHub::LogOutcome(const Entry& e) {
@@ -281,6 +272,7 @@ void StreamHub::LogOutcome(const Entry& e) {
   options_.log->Log(
       LogLevel::kInfo, "stream",
       {{"stream", e.stream->id()},
+       {"request_id", RequestIdField(e)},
        {"finish_reason", error ? "error" : FinishReasonName(last ? last->finish_reason : FinishReason::kCancelled)},
        {"error", error_type},
        {"prompt_tokens", last ? last->prompt_tokens : 0},

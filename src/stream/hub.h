@@ -197,8 +197,9 @@ class StreamHub {
   // either attached (Attach) or declared detached (StartDetached), which the
   // caller does after Backend::Submit accepted it. The stream is created held
   // (Stream::Hold): no event is evicted before that attach or StartDetached,
-  // however fast the producer starts.
-  std::shared_ptr<Stream> Create(Policy policy);
+  // however fast the producer starts. `request_id`: the X-Request-Id of the
+  // request that made it, for its log records ("" = none).
+  std::shared_ptr<Stream> Create(Policy policy, std::string request_id = {});
   // A stream created without a subscriber (POST /v1/streams): the linger
   // timer and the policies apply from now.
   void StartDetached(const std::shared_ptr<Stream>& s);
@@ -281,6 +282,7 @@ class StreamHub {
     uint32_t resumes = 0;           // attaches after an event (the outcome's log line)
     uint32_t detaches = 0;          // subscribers ended as slow clients
     const char* cancel_reason = nullptr;  // "delete", "linger", "stall", "shutdown", "client_gone", "sibling"
+    std::string request_id;               // of the request that made it: in its log records
     std::vector<std::function<void()>> exit_waiters;
   };
 
@@ -304,6 +306,7 @@ class StreamHub {
   // A subscriber ended as a slow client (drop_slow, or out of the window).
   void EndSlow(Entry& e, size_t index, const ApiError& end);
   void LogOutcome(const Entry& e);
+  static std::string_view RequestIdField(const Entry& e);
   // An entry is about to be erased: its tokens no one took are never
   // delivered, and its retained bytes are released.
   void Forget(const Entry& e);

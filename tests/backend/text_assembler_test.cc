@@ -109,5 +109,35 @@ TEST(TextAssembler, EverySplitPointGivesTheSameText) {
   EXPECT_TRUE(stopped);
 }
 
+TEST(TextAssembler, NoStopEndsInAQuietPieceButOneCompletingLaterDoes) {
+  // min_tokens (TokenEmitter): a stop string that ends in a quiet piece is
+  // not a match; one that begins there and ends in a later piece is.
+  TextAssembler a({"abc"});
+  TextAssembler::Step s = a.Push("xabcx", /*may_stop=*/false);
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.text, "xabcx");
+  s = a.Push("ab", false);
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.text, "");  // a possible start, held
+  s = a.Push("c", true);
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.text, "");
+}
+
+TEST(TextAssembler, AStopHeldFromAQuietPieceInsideALongerPrefixDoesNotMatchLater) {
+  // "a" completes in the quiet piece but is held as the start of "abc"; the
+  // next piece may stop, yet "a" ended before it.
+  TextAssembler a({"a", "abc"});
+  TextAssembler::Step s = a.Push("xa", false);
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.text, "x");
+  s = a.Push("z", true);
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.text, "az");
+  s = a.Push("za", true);  // a new "a", in a piece that may stop
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.text, "z");
+}
+
 }  // namespace
 }  // namespace tw::backend

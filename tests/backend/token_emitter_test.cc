@@ -91,5 +91,64 @@ TEST(TokenEmitter, WithoutAnEndOfTextIdThatTokenIsOrdinary) {
   EXPECT_EQ(t.text, std::string(Tok().TokenBytes(kEos)));
 }
 
+GenerationRequest Rules(int max_new_tokens) {
+  GenerationRequest r;
+  r.max_new_tokens = max_new_tokens;
+  return r;
+}
+
+TEST(TokenEmitter, AStopTokenIdEndsWithStopAndWithoutItsText) {
+  GenerationRequest r = Rules(10);
+  r.stop_token_ids = {IdOf(" world")};
+  TokenEmitter e(&Tok(), r, kEos);
+  EXPECT_EQ(e.Push(IdOf("He")).text, "He");
+  TokenEmitter::Emit out = e.Push(IdOf(" world"));
+  EXPECT_TRUE(out.done);
+  EXPECT_EQ(out.reason, stream::FinishReason::kStop);
+  EXPECT_EQ(out.text, "");
+}
+
+TEST(TokenEmitter, MinTokensHoldsEveryEndButLengthUntilReached) {
+  GenerationRequest r = Rules(10);
+  r.min_tokens = 3;
+  r.stop_token_ids = {IdOf(" world")};
+  r.stop = {"llo"};
+  TokenEmitter e(&Tok(), r, kEos);
+  TokenEmitter::Emit a = e.Push(kEos);           // token 1 of 3: not an end
+  EXPECT_FALSE(a.done);
+  EXPECT_EQ(a.text, "");                         // a special token: no text
+  EXPECT_FALSE(e.Push(IdOf(" world")).done);     // token 2: not an end either
+  TokenEmitter::Emit c = e.Push(IdOf("He"));     // token 3: min_tokens reached
+  EXPECT_FALSE(c.done);
+  TokenEmitter::Emit d = e.Push(IdOf("llo"));    // a stop string may end now
+  EXPECT_TRUE(d.done);
+  EXPECT_EQ(d.reason, stream::FinishReason::kStop);
+}
+
+TEST(TokenEmitter, AStopStringEndingBeforeMinTokensIsText) {
+  GenerationRequest r = Rules(10);
+  r.min_tokens = 2;
+  r.stop = {"He"};
+  TokenEmitter e(&Tok(), r, kEos);
+  TokenEmitter::Emit a = e.Push(IdOf("He"));  // ends in token 1 of 2
+  EXPECT_FALSE(a.done);
+  EXPECT_EQ(a.text, "He");
+  EXPECT_TRUE(e.Push(IdOf("He")).done);      // token 2: it ends the generation
+}
+
+TEST(TokenEmitter, IgnoreEosGoesOnAndTheEndOfTextAddsNoText) {
+  GenerationRequest r = Rules(3);
+  r.ignore_eos = true;
+  TokenEmitter e(&Tok(), r, kEos);
+  EXPECT_EQ(e.Push(IdOf("He")).text, "He");
+  TokenEmitter::Emit b = e.Push(kEos);
+  EXPECT_FALSE(b.done);
+  EXPECT_EQ(b.text, "");
+  TokenEmitter::Emit c = e.Push(IdOf("llo"));
+  EXPECT_TRUE(c.done);
+  EXPECT_EQ(c.reason, stream::FinishReason::kLength);
+  EXPECT_EQ(c.text, "llo");
+}
+
 }  // namespace
 }  // namespace tw::backend

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -179,6 +180,56 @@ TEST(StepPlan, PrefillPacksEachSequencesRowsTogether) {
   Status st = PackPrefill(&s, 1, &f, &t, l, bounds, buf.data(), &rows, last);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("block table length"), std::string::npos) << st.message();
+}
+
+TEST(StepPlan, LogitEditsArePackedPerRowLastInTheBufferAndChecked) {
+  const ModelBounds bounds{128, 50257, 16, 40, PadBlocks(8, 128, 16)};
+  StepLayout l = MakeStepLayout(8, 64, 128, 16, /*edits_per_row=*/4);
+  EXPECT_EQ(l.edit_capacity, 32);
+  EXPECT_EQ(l.edits % 256, 0u);
+  EXPECT_GT(l.edits, l.edit_rows);
+  EXPECT_GT(l.edit_rows, l.params);
+  EXPECT_EQ(l.bytes, l.edits + 512u);  // 32 edits of 16 bytes, last
+  EXPECT_EQ(l.UsedBytes(3), l.edits + 48u);
+  std::vector<char> buf(l.bytes, 0);
+  Seq a{{0, 1}, {7}}, b{{2}, {8}};
+  const LogitEdit ea[] = {{5, 1.0f, 1.0f, 0.0f}, {9, -INFINITY, 1.0f, 0.0f}};
+  const LogitEdit eb[] = {{50256, 0.0f, 1.2f, 0.5f}};
+  engine::SeqView v[2] = {a.View(20), b.View(3)};
+  v[0].sampling.edits = ea;
+  v[0].sampling.num_edits = 2;
+  v[0].sampling.min_p = 0.25f;
+  v[1].sampling.edits = eb;
+  v[1].sampling.num_edits = 1;
+  int used = -1;
+  ASSERT_TRUE(PackDecode(v, 2, 4, l, bounds, buf.data(), &used).ok());
+  EXPECT_EQ(used, 3);
+  const int32_t* rows = I32(buf, l.edit_rows);
+  EXPECT_EQ(std::vector<int32_t>(rows, rows + 5), (std::vector<int32_t>{0, 2, 3, 3, 3}));  // padding: none
+  const auto* e = reinterpret_cast<const LogitEdit*>(buf.data() + l.edits);
+  EXPECT_EQ(e[0].id, 5);
+  EXPECT_EQ(e[1].bias, -INFINITY);
+  EXPECT_EQ(e[2].id, 50256);
+  EXPECT_EQ(e[2].sub, 0.5f);
+  const auto* params = reinterpret_cast<const kernels::SampleParams*>(buf.data() + l.params);
+  EXPECT_EQ(params[0].min_p_log, std::log(0.25f));
+  EXPECT_EQ(params[1].min_p_log, 0.0f);  // off
+  // Prefill: sequence i's edits are sampled row i's.
+  int rows_out = 0, last[2] = {0, 0}, first[2] = {0, 0}, take[2] = {1, 1};
+  ASSERT_TRUE(PackPrefill(v, 2, first, take, l, bounds, buf.data(), &rows_out, last, &used).ok());
+  EXPECT_EQ(used, 3);
+  EXPECT_EQ(std::vector<int32_t>(rows, rows + 3), (std::vector<int32_t>{0, 2, 3}));
+  // An id outside the vocabulary, and more edits than the step holds: refused by name.
+  const LogitEdit bad[] = {{50257, 1.0f, 1.0f, 0.0f}};
+  v[1].sampling.edits = bad;
+  Status s = PackDecode(v, 2, 4, l, bounds, buf.data(), &used);
+  EXPECT_NE(s.message().find("logit edit id of sequence 1 is 50257"), std::string::npos) << s.message();
+  std::vector<LogitEdit> many(33);
+  for (int j = 0; j < 33; j++) many[static_cast<size_t>(j)].id = j;
+  v[1].sampling.edits = many.data();
+  v[1].sampling.num_edits = 33;
+  s = PackDecode(v, 2, 4, l, bounds, buf.data(), &used);
+  EXPECT_NE(s.message().find("logit edit count of sequence 1 is 33"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -34,9 +34,12 @@ trap 'rm -rf "$LOGS"' EXIT
 # single and batched sequences, EOS and stop strings over the runner's
 # tokens, an empty prompt, a request cancelled while waiting, prompts
 # admitted together in bounded prefill passes, and a fully cached prefix
-# with seeded sampling (the prefix cache's shared blocks on the device).
+# with seeded sampling (the prefix cache's shared blocks on the device),
+# and the logit edits through the step buffer (logit_bias forcing an id,
+# greedy and sampled; min_tokens masking end-of-text and stop ids).
 ENGINE_FILTER='Engine.SingleTokenRequests:Engine.EmptyPromptStartsFromEndOfText:Engine.EosEndsTheStreamAndIsReported'
 ENGINE_FILTER+=':Engine.StopStringEndsTheStreamWithoutEmittingIt:Engine.CancelWaitingRequestNeverReachesTheModel'
+ENGINE_FILTER+=':Engine.LogitBiasOfPlus100ForcesItsIdGreedyAndSampled:Engine.MinTokensHoldsBackEndOfTextAndStopIdsUntilReached'
 ENGINE_FILTER+=':Engine.PromptsAdmittedTogetherShareBoundedPrefillPasses'
 ENGINE_FILTER+=':*PrefixCacheEngine.AFullyCachedPromptRecomputesItsLastBlock/Seeded'
 

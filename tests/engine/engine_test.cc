@@ -6,6 +6,7 @@
 // admitted sequence, no double release.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -18,6 +19,20 @@ namespace {
 using engine::Engine;
 using engine::EngineOptions;
 using engine::EngineStats;
+
+// Every sampling control a client can send (docs/openai.md), on: the row's
+// logit edits and min_p must leave a stream's tokens what they are alone.
+void AddControls(backend::GenerationRequest* r, int i) {
+  r->min_p = (i % 2) ? 0.05f : 0.0f;
+  r->repetition_penalty = 1.0f + 0.1f * static_cast<float>(i % 4);
+  r->presence_penalty = 0.5f * static_cast<float>(i % 3 - 1);
+  r->frequency_penalty = 0.25f * static_cast<float>(i % 5) - 0.5f;
+  // Ids i*37 and i*101+7 differ mod 50000 (their difference 64i+7 is odd).
+  const int32_t boosted = (i * 37) % 50000, banned = (i * 101 + 7) % 50000;
+  r->logit_bias = {{boosted, 2.0f}, {banned, -100.0f}};
+  r->min_tokens = 3;
+  r->stop_token_ids = {banned};  // never drawn (biased away): the rules run, the length stays
+}
 
 backend::GenerationRequest MakeRequest(int i, bool sampled) {
   std::mt19937 g(1000 + i);
@@ -47,10 +62,12 @@ Outcome Solo(const backend::GenerationRequest& r, const EngineOptions& o = Engin
   return out;
 }
 
-class Isolation : public ::testing::TestWithParam<bool> {};
+// The parameter: bit 0 seeded sampling (else greedy), bit 1 every sampling
+// control on (AddControls).
+class Isolation : public ::testing::TestWithParam<int> {};
 
 TEST_P(Isolation, ConcurrentEqualsSolo) {
-  const bool sampled = GetParam();
+  const bool sampled = GetParam() & 1, controls = GetParam() & 2;
   constexpr int kMax = 32;
   std::vector<backend::GenerationRequest> reqs;
   std::vector<Outcome> solo;
@@ -59,6 +76,7 @@ TEST_P(Isolation, ConcurrentEqualsSolo) {
     auto e = MakeEngine(EngineOptions());
     for (int i = 0; i < kMax; i++) {
       reqs.push_back(MakeRequest(i, sampled));
+      if (controls) AddControls(&reqs.back(), i);
       auto s = NewStream("solo" + std::to_string(i));
       ASSERT_TRUE(e->Submit(s, reqs[i], nullptr));
       solo.push_back(WaitAndRead(*s));
@@ -90,8 +108,9 @@ TEST_P(Isolation, ConcurrentEqualsSolo) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, Isolation, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Seeded" : "Greedy"; });
+INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, Isolation, ::testing::Values(0, 1, 2, 3), [](const auto& info) {
+  return std::string(info.param & 1 ? "Seeded" : "Greedy") + (info.param & 2 ? "WithEveryControl" : "");
+});
 
 // Greedy tokens equal the float64 reference's (tests/data/golden, written by
 // an independent implementation).
@@ -224,6 +243,136 @@ TEST(Engine, StopStringEndsTheStreamWithoutEmittingIt) {
   EXPECT_TRUE(std::equal(got.tokens.begin(), got.tokens.end(), solo.tokens.begin()));
   EXPECT_LT(got.tokens.size(), solo.tokens.size());
   ExpectClean(*e);
+}
+
+// A greedy run of 30 tokens alone, and the index k > 0 of its first token
+// that did not occur before it (0 if none), so that declaring that token a
+// stop or end-of-text id ends the run there.
+struct GreedyRun {
+  backend::GenerationRequest request;
+  Outcome solo;
+  size_t k = 0;
+  int32_t token() const { return solo.tokens[k]; }
+};
+
+GreedyRun GreedyRunWithANewToken() {
+  GreedyRun g;
+  g.request = MakeRequest(3, false);
+  g.request.max_new_tokens = 30;
+  g.solo = Solo(g.request);
+  const auto& t = g.solo.tokens;
+  for (size_t i = 1; i < t.size() && g.k == 0; i++) {
+    if (std::find(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(i), t[i]) == t.begin() + static_cast<std::ptrdiff_t>(i)) g.k = i;
+  }
+  EXPECT_GT(g.k, 0u) << "the greedy run repeats one token; pick another request";
+  return g;
+}
+
+TEST(Engine, LogitBiasOfPlus100ForcesItsIdGreedyAndSampled) {
+  for (bool sampled : {false, true}) {
+    backend::GenerationRequest r = MakeRequest(4, sampled);
+    r.top_k = 0;
+    r.top_p = 1.0f;
+    r.max_new_tokens = 6;
+    r.logit_bias = {{4242, 100.0f}};
+    Outcome got = Solo(r);
+    EXPECT_EQ(got.tokens, std::vector<int32_t>(6, 4242)) << (sampled ? "sampled" : "greedy");
+    // -100 on what greedy draws first: it is never drawn.
+    r = MakeRequest(4, false);
+    r.max_new_tokens = 6;
+    const int32_t first = Solo(r).tokens[0];
+    r.logit_bias = {{first, -100.0f}};
+    got = Solo(r);
+    EXPECT_EQ(std::count(got.tokens.begin(), got.tokens.end(), first), 0);
+  }
+}
+
+TEST(Engine, StopTokenIdsEndTheStreamWithStopAndWithoutTheirText) {
+  GreedyRun g = GreedyRunWithANewToken();
+  ASSERT_GT(g.k, 0u);
+  backend::GenerationRequest r = g.request;
+  const Outcome& solo = g.solo;
+  const size_t k = g.k;
+  r.stop_token_ids = {g.token()};
+  Outcome got = Solo(r);
+  EXPECT_EQ(got.finish_reason, "stop");
+  EXPECT_EQ(got.tokens, std::vector<int32_t>(solo.tokens.begin(), solo.tokens.begin() + static_cast<std::ptrdiff_t>(k) + 1));
+  // The text of the tokens before it, all of it (what it held back included).
+  r.max_new_tokens = static_cast<int>(k);
+  r.stop_token_ids.clear();
+  EXPECT_EQ(got.text, Solo(r).text);
+}
+
+TEST(Engine, MinTokensHoldsBackEndOfTextAndStopIdsUntilReached) {
+  GreedyRun g = GreedyRunWithANewToken();
+  ASSERT_GT(g.k, 0u);
+  const size_t k = g.k;
+  const int32_t id = g.token();
+  for (bool as_eos : {true, false}) {
+    EngineOptions o;
+    backend::GenerationRequest m = g.request;
+    if (as_eos) o.eos_token_id = id;
+    else m.stop_token_ids = {id};
+    m.min_tokens = static_cast<int>(k) + 4;
+    Outcome got = Solo(m, o);
+    // The first min_tokens tokens never hold the id (it was the greedy
+    // choice at k: masked, another id is drawn there).
+    ASSERT_GE(got.tokens.size(), static_cast<size_t>(m.min_tokens)) << got.finish_reason;
+    EXPECT_EQ(std::count(got.tokens.begin(), got.tokens.begin() + m.min_tokens, id), 0);
+    EXPECT_NE(got.tokens[k], id);
+    EXPECT_TRUE(std::equal(got.tokens.begin(), got.tokens.begin() + static_cast<std::ptrdiff_t>(k), g.solo.tokens.begin()));
+    // Once reached, the id ends the stream again if drawn.
+    const auto at = std::find(got.tokens.begin(), got.tokens.end(), id);
+    if (at != got.tokens.end()) {
+      EXPECT_EQ(at + 1, got.tokens.end());
+      EXPECT_EQ(got.finish_reason, as_eos ? "eos" : "stop");
+    } else {
+      EXPECT_EQ(got.finish_reason, "length");
+    }
+  }
+}
+
+TEST(Engine, IgnoreEosGoesOnPastEndOfTextWithoutItsText) {
+  GreedyRun g = GreedyRunWithANewToken();
+  ASSERT_GT(g.k, 0u);
+  EngineOptions o;
+  o.eos_token_id = g.token();
+  backend::GenerationRequest r = g.request;
+  r.ignore_eos = true;
+  Outcome got = Solo(r, o);
+  EXPECT_EQ(got.finish_reason, "length");
+  EXPECT_EQ(got.tokens, g.solo.tokens);  // nothing masked: the same greedy run
+  EXPECT_LT(got.text.size(), g.solo.text.size());
+}
+
+TEST(Engine, RepetitionPenaltyChangesAGreedyRunThatRepeats) {
+  // A greedy run that repeats a token; a strong repetition penalty must
+  // change it, and a penalty of 1 must not.
+  backend::GenerationRequest r;
+  size_t k = 0;
+  Outcome solo;
+  for (int i = 0; i < 16 && k == 0; i++) {
+    r = MakeRequest(i, false);
+    r.max_new_tokens = 40;
+    solo = Solo(r);
+    for (size_t a = 0; a < solo.tokens.size() && k == 0; a++) {
+      for (size_t b = a + 1; b < solo.tokens.size(); b++) {
+        if (solo.tokens[a] == solo.tokens[b]) {
+          k = b;
+          break;
+        }
+      }
+    }
+  }
+  ASSERT_GT(k, 0u) << "no greedy run of the first 16 requests repeats a token";
+  r.repetition_penalty = 1.0f;
+  EXPECT_EQ(Solo(r).tokens, solo.tokens);
+  r.repetition_penalty = 5.0f;
+  EXPECT_NE(Solo(r).tokens, solo.tokens);
+  r.repetition_penalty = 1.0f;
+  r.frequency_penalty = 2.0f;
+  r.presence_penalty = 2.0f;
+  EXPECT_NE(Solo(r).tokens, solo.tokens);
 }
 
 TEST(Engine, CancelWaitingRequestNeverReachesTheModel) {

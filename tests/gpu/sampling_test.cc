@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/counter_rng.h"
+#include "common/logit_edit.h"
 #include "gpu/gpu_test_util.h"
 #include "model/sampling.h"
 #include "kernels/sampling.h"
@@ -53,7 +54,7 @@ SampleParams MakeParams(float temperature, int top_k, float top_p, uint64_t seed
   p.temperature = temperature;
   p.top_k = top_k;
   p.top_p = top_p;
-  p.pad = 0;
+  p.min_p_log = 0.0f;  // off
   p.seed = seed;
   p.counter = counter;
   return p;
@@ -393,6 +394,74 @@ TEST(SamplingGpu, LauncherRefusesBadArgumentsNamingThem) {
   EXPECT_TRUE(Mentions(kernels::SampleTokens(logits.get(), 1, 32, 32, odd, ids.get(), nullptr), "8-byte aligned"));
   TW_ASSERT_OK(kernels::SampleTokens(logits.get(), 0, 32, 32, params.get(), ids.get(), nullptr));
   TW_ASSERT_OK(kernels::DeviceSync());
+}
+
+// The logit edits (kernels::ApplyLogitEdits) give the host's bits
+// (common/logit_edit.h, the CPU runner's arithmetic), on padded rows, with
+// rows of no edits, -inf biases and both signs under the repetition penalty.
+TEST(SamplingGpu, LogitEditsEqualTheHostsBitForBit) {
+  constexpr int B = 5, V = 1000;
+  constexpr size_t stride = V + 3;
+  std::vector<float> logits = RandomVector(stride * B, 41, -6.0f, 6.0f);
+  std::vector<int32_t> rows = {0};
+  std::vector<LogitEdit> edits;
+  std::vector<float> want = logits;
+  for (int r = 0; r < B; ++r) {
+    const int n = r == 2 ? 0 : 17 * (r + 1);  // row 2: none
+    const std::vector<float> rnd = RandomVector(static_cast<size_t>(3 * n) + 1, 100 + static_cast<uint64_t>(r), -3.0f, 3.0f);
+    for (int j = 0; j < n; ++j) {
+      LogitEdit e;
+      e.id = (j * 53 + r) % V;  // distinct within the row (53 and 1000 coprime, n < 1000)
+      e.bias = j % 9 == 4 ? -INFINITY : rnd[static_cast<size_t>(3 * j)];
+      e.rep = j % 3 == 0 ? 1.0f : (j % 3 == 1 ? 1.3f : 0.7f);
+      e.sub = j % 2 ? rnd[static_cast<size_t>(3 * j + 1)] : 0.0f;
+      edits.push_back(e);
+      float& x = want[static_cast<size_t>(r) * stride + static_cast<size_t>(e.id)];
+      x = ApplyLogitEdit(x, e);
+    }
+    rows.push_back(static_cast<int32_t>(edits.size()));
+  }
+  DeviceVector<float> dl(logits);
+  DeviceVector<int32_t> dr(rows);
+  DeviceVector<LogitEdit> de(edits);
+  const Status st = kernels::ApplyLogitEdits(dl.get(), B, V, stride, dr.get(), de.get(), nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::vector<float> got = dl.ToHost();
+  int differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0);
+  EXPECT_FALSE(kernels::ApplyLogitEdits(dl.get(), B, V, V - 1, dr.get(), de.get(), nullptr).ok());
+}
+
+// min_p on the device keeps the ids at or above MinPThreshold (computed on
+// the host here): every draw equals the draw with top_k = their count, and
+// lies in that set.
+TEST(SamplingGpu, MinPDrawsAreTheTopKOfItsCount) {
+  constexpr int V = 2000, kDraws = 16;
+  for (Dist d : {Dist::kUniform, Dist::kGpt2Like, Dist::kPeaked, Dist::kTies}) {
+    const std::vector<float> row = MakeRow(d, V, 7);
+    for (float min_p : {0.01f, 0.2f, 1.0f}) {
+      const float t = 0.8f;
+      const float mx = *std::max_element(row.begin(), row.end());
+      const float floor = MinPThreshold(mx, t, MinPLog(min_p));
+      const int k = static_cast<int>(std::count_if(row.begin(), row.end(), [&](float v) { return v >= floor; }));
+      std::vector<float> logits;
+      std::vector<SampleParams> with_min_p, with_k;
+      for (int i = 0; i < kDraws; ++i) {
+        logits.insert(logits.end(), row.begin(), row.end());
+        SampleParams p = MakeParams(t, 0, 1.0f, 5, static_cast<uint64_t>(i));
+        p.min_p_log = MinPLog(min_p);
+        with_min_p.push_back(p);
+        with_k.push_back(MakeParams(t, k, 1.0f, 5, static_cast<uint64_t>(i)));
+      }
+      const std::vector<int32_t> a = GpuSample(logits, kDraws, V, V, with_min_p);
+      EXPECT_EQ(a, GpuSample(logits, kDraws, V, V, with_k)) << "min_p " << min_p << " k " << k;
+      for (int32_t id : a) {
+        ASSERT_GE(id, 0);
+        EXPECT_GE(row[static_cast<size_t>(id)], floor) << "min_p " << min_p;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ bool RawClient::TryParse(ClientResponse* out, bool at_eof) {
     r.headers.emplace_back(std::string(line.substr(0, colon)), std::string(v));
   }
   size_t pos = end + 4;
-  if (r.status >= 100 && r.status < 200) {
+  if ((r.status >= 100 && r.status < 200) || r.status == 204 || r.status == 304) {  // no body (RFC 9112 §6.3)
     buf_.erase(0, pos);
     scan_from_ = 0;
     *out = std::move(r);

@@ -2,10 +2,13 @@
 # make interop: TokenWire against real clients and a real proxy.
 #   (a) tests/interop/openai/run.sh — the official OpenAI Node client (npm);
 #   (b) tests/interop/browser/run.sh — the page at GET / in headless Chromium,
-#       SSE and WebSocket streams dropped and resumed, ids checked;
+#       SSE and WebSocket streams dropped and resumed, ids checked; a page
+#       from another origin calling the API (CORS, --allowed-origins);
 #   (c) tests/interop/nginx/run.sh — nginx (docs/nginx.conf) in front of two
 #       instances: balancing, routing by the stream id's tag, SSE heartbeats
-#       and WebSocket through the proxy, resumes landing on the right instance.
+#       and WebSocket through the proxy, resumes landing on the right instance;
+#   (d) tests/interop/edges/run.sh — curl: X-Request-Id, a CORS preflight,
+#       vLLM's /health, /version and /tokenize.
 # Installs chromium, nginx and node with apt-get when they are missing and it
 # runs as root; otherwise says what to install and fails. Each part prints
 # PASS/FAIL lines; the exit status is non-zero if any part failed.
@@ -42,6 +45,7 @@ part() {
 part openai tests/interop/openai/run.sh
 part browser tests/interop/browser/run.sh
 part nginx tests/interop/nginx/run.sh
+part edges tests/interop/edges/run.sh
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "interop: FAILED: ${failed[*]}"

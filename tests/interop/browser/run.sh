@@ -5,6 +5,8 @@
 # dropped twice mid-way and resumed; then the Cancel button over SSE (DELETE)
 # and WebSocket (the cancel op). page_scenarios.mjs checks the ids the page
 # received (exactly 1..N) and its tokens against the emission log.
+# Then cors_check.mjs: a page from another origin calling the API with fetch()
+# (allowed by --allowed-origins, and refused for an origin not listed).
 # Needs build/tokenwire, node and chromium. Prints PASS/FAIL; exit 1 on FAIL.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -19,3 +21,11 @@ node tests/interop/browser/page_scenarios.mjs --base "http://127.0.0.1:$TW_PORT"
   'transport=ws&max_tokens=20&logprobs=' \
   'transport=sse&max_tokens=200&drop_after=5&cancel_after=20' \
   'transport=ws&max_tokens=200&drop_after=5&cancel_after=20'
+
+# CORS (--allowed-origins): a page from another origin calls /v1/completions
+# with fetch() and an API key; a third origin is refused by Chromium.
+page_port=$(free_port)
+tw_start cors --backend mock --mock-ttft-ms 0 --mock-tokens-per-s 500 --api-key interop-key \
+  --allowed-origins "http://127.0.0.1:$page_port"
+node tests/interop/browser/cors_check.mjs --api "http://127.0.0.1:$TW_PORT" --key interop-key \
+  --allowed "http://127.0.0.1:$page_port" --refused "http://localhost:$page_port"

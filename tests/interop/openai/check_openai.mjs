@@ -24,8 +24,19 @@
 //      k alternatives each, the greedy token the most likely one) and chat's
 //      (content entries with bytes equal to the token), streamed and not;
 //   8. n: three choices of one prompt with a seed, indexes 0..2, streamed
-//      interleaved and not, the same texts both ways, usage summed.
+//      interleaved and not, the same texts both ways, usage summed;
+//   9. every row of docs/openai.md's parameter tables (param_rows.json):
+//      supported, ignored and unknown params answer 200 (an unknown one is
+//      counted in tokenwire_openai_unknown_fields_total), refused ones raise
+//      BadRequestError naming the param;
+//  10. the sampling controls do what they say, through the client:
+//      logit_bias +100 forces its token, stop_token_ids ends with "stop",
+//      min_tokens holds that end back, ignore_eos goes on past end-of-text,
+//      top_k 1 and min_p 1 equal greedy, the penalties change a repeating
+//      greedy text, both APIs.
 // Exits 0 when every check passed, 1 otherwise.
+import { readFileSync } from "node:fs";
+
 import OpenAI from "openai";
 
 const baseURL = process.env.TOKENWIRE_BASE_URL;
@@ -242,12 +253,95 @@ async function chat(model) {
   console.log(`check_openai: n=3: ${JSON.stringify(texts)}`);
 }
 
+// The value of a counter in GET /metrics (0 when absent).
+async function metric(name) {
+  const text = await (await fetch(baseURL.replace(/\/v1$/, "") + "/metrics")).text();
+  const line = text.split("\n").find((l) => l.startsWith(name + " ") || l.startsWith(name + "{"));
+  return line ? Number(line.split(" ").pop()) : 0;
+}
+
+// Drains a streamed answer (the rows' stream: true requests).
+async function drain(answer) {
+  if (typeof answer?.[Symbol.asyncIterator] !== "function") return answer;
+  let chunks = 0;
+  for await (const _ of answer) chunks++;
+  return { chunks };
+}
+
+async function paramRows(model) {
+  // 9. Every row of the parameter tables.
+  const doc = JSON.parse(readFileSync(new URL("./param_rows.json", import.meta.url), "utf8"));
+  const counts = { ok: 0, ignored: 0, unknown: 0, refused: 0 };
+  for (const row of doc.rows) {
+    const api = row.api === "chat" ? client.chat.completions : client.completions;
+    const base = row.api === "chat" ? doc.chat_base : doc.completions_base;
+    const body = { model, ...base, ...row.params };
+    for (const k of Object.keys(body)) if (body[k] === null) delete body[k];
+    const what = `${row.api} ${JSON.stringify(row.params)}`;
+    const before = row.expect === "unknown" ? await metric("tokenwire_openai_unknown_fields_total") : 0;
+    try {
+      const answer = await drain(await api.create(body));
+      check(row.expect !== "refused", `${what}: answered ${JSON.stringify(answer).slice(0, 200)}, want a 400 naming ${row.param}`);
+    } catch (err) {
+      if (row.expect !== "refused") {
+        check(false, `${what}: raised ${err?.constructor?.name} ${err?.status} (${err?.message}), want 200`);
+      } else {
+        check(err instanceof OpenAI.BadRequestError && err.status === 400,
+              `${what}: raised ${err?.constructor?.name} ${err?.status}, want BadRequestError`);
+        check(err.param === row.param, `${what}: param ${err.param}, want ${row.param}`);
+        check(typeof err.message === "string" && err.message.length > 10, `${what}: message ${err.message}`);
+      }
+    }
+    if (row.expect === "unknown") {
+      const after = await metric("tokenwire_openai_unknown_fields_total");
+      check(after > before, `${what}: tokenwire_openai_unknown_fields_total ${before} -> ${after}`);
+    }
+    counts[row.expect]++;
+  }
+  console.log(`check_openai: ${doc.rows.length} parameter rows: ${JSON.stringify(counts)}`);
+}
+
+async function samplingControls(model) {
+  // 10. The sampling controls' effects (GPT-2's " the" is 262, end-of-text 50256).
+  const base = { model, prompt: "The capital of France is", max_tokens: 6, temperature: 0 };
+  const greedy = (await client.completions.create(base)).choices[0];
+  const forced = await client.completions.create({ ...base, temperature: 1, seed: 9, logit_bias: { 262: 100 } });
+  same(forced.choices[0].text, " the".repeat(6), "logit_bias +100 on ' the'");
+  const stopped = await client.completions.create({ ...base, logit_bias: { 262: 100 }, stop_token_ids: [262] });
+  same([stopped.choices[0].text, stopped.choices[0].finish_reason, stopped.usage.completion_tokens], ["", "stop", 1],
+       "stop_token_ids: the forced token ends the completion at once, without its text");
+  const held = await client.completions.create({ ...base, logit_bias: { 262: 100 }, stop_token_ids: [262], min_tokens: 3 });
+  same([held.choices[0].finish_reason, held.usage.completion_tokens], ["stop", 4],
+       "min_tokens 3: the stop id held back for three tokens, drawn at the fourth");
+  const eos = await client.completions.create({ ...base, logit_bias: { 50256: 100 }, ignore_eos: true });
+  same([eos.choices[0].text, eos.choices[0].finish_reason, eos.usage.completion_tokens], ["", "length", 6],
+       "ignore_eos: six end-of-text tokens, no text, finish length");
+  const ended = await client.completions.create({ ...base, logit_bias: { 50256: 100 } });
+  same([ended.choices[0].finish_reason, ended.usage.completion_tokens], ["stop", 1], "end-of-text without ignore_eos");
+  for (const extra of [{ top_k: 1 }, { min_p: 1 }]) {
+    const c = await client.completions.create({ ...base, temperature: 1, seed: 11, ...extra });
+    same(c.choices[0].text, greedy.text, `${JSON.stringify(extra)} at temperature 1 equals greedy`);
+  }
+  const long = { ...base, max_tokens: 40 };
+  const plain = (await client.completions.create(long)).choices[0].text;
+  for (const extra of [{ repetition_penalty: 3 }, { presence_penalty: 2, frequency_penalty: 2 }]) {
+    const c = await client.completions.create({ ...long, ...extra });
+    check(c.choices[0].text !== plain, `${JSON.stringify(extra)} left the greedy text as it was: ${JSON.stringify(plain)}`);
+  }
+  const chatForced = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }],
+                                                            max_tokens: 4, temperature: 0, logit_bias: { 262: 100 } });
+  same(chatForced.choices[0].message.content, " the".repeat(4), "chat: logit_bias +100 on ' the'");
+  console.log(`check_openai: sampling controls: greedy ${JSON.stringify(greedy.text)}, penalised differs`);
+}
+
 let one_model_is_base = false;
 try {
   await main();
   const m = await (await fetch(`${baseURL}/models`)).json();
   one_model_is_base = m.data?.[0]?.base_model === true;
   await chat(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
+  await paramRows(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
+  await samplingControls(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
 } catch (err) {
   failures++;
   console.error(`FAIL openai: unexpected ${err?.constructor?.name}: ${err?.stack ?? err}`);

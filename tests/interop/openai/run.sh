@@ -74,6 +74,8 @@ status=0
 TOKENWIRE_BASE_URL="http://127.0.0.1:$cpu_port/v1" TOKENWIRE_MODEL="gpt2-random-tiny" \
   TOKENWIRE_MOCK_BASE_URL="http://127.0.0.1:$mock_port/v1" \
   node "$here/check_openai.mjs" || status=$?
+# The same parameter rows with plain curl.
+bash "$here/param_rows.sh" "http://127.0.0.1:$cpu_port/v1" gpt2-random-tiny || status=1
 if [[ $status -ne 0 ]]; then
   for name in cpu mock; do
     echo "openai interop: $name server log:" >&2
