@@ -313,7 +313,7 @@ bool App::Authorized(const http::Request& req, http::Responder& r) {
   return false;
 }
 
-void App::SendError(http::Responder& r, const ApiError& e) { r.SendError(e, info_.extra_headers); }
+void App::SendError(http::Responder& r, const ApiError& e) { r.SendError(e); }
 
 bool App::SpeaksOpenAi(std::string_view path) const {
   // OpenAI's routes and vLLM's beside them (docs/openai.md); an unknown

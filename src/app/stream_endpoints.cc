@@ -56,7 +56,7 @@ void App::AnswerOffLoop(http::Responder r, size_t cost, std::function<bool(std::
   service::PrepareAs<std::string>(
       this, std::move(r), cost, std::move(make),
       [this](std::string& body, http::Responder r) {
-        r.Send(200, "application/json", std::move(body), info_.extra_headers);
+        r.Send(200, "application/json", std::move(body));
       },
       [this](http::Responder& r, const ApiError& e) { SendError(r, e); });
 }
@@ -80,19 +80,18 @@ void App::StartGeneration(const http::Request& req, http::Responder r, Launched 
         ApiError why;
         std::shared_ptr<stream::Stream> s = Launch(std::move(g), &why);
         if (!s) {
-          r.SendError(why, info_.extra_headers);
+          r.SendError(why);
           return;
         }
         then(s, std::move(r));
       },
-      [this](http::Responder& r, const ApiError& e) { r.SendError(e, info_.extra_headers); });
+      [this](http::Responder& r, const ApiError& e) { r.SendError(e); });
 }
 
 void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r, uint64_t after) {
   sse::SseSubscription::Options o;
   o.heartbeat_ms = config_.heartbeat_ms;
   o.stream_id = s->id();
-  o.extra_headers = info_.extra_headers;
   http::Responder keep = r;
   auto sub = std::make_shared<sse::SseSubscription>(
       &loop_, hub_.get(), std::move(r), std::move(o),
@@ -113,13 +112,13 @@ void App::AttachSse(const std::shared_ptr<stream::Stream>& s, http::Responder r,
                                     " has left the resume window; the oldest event still held is " +
                                     std::to_string(oldest));
     e.oldest_available = static_cast<int64_t>(oldest);
-    keep.SendError(e, info_.extra_headers);
+    keep.SendError(e);
   } else if (res == stream::Stream::AttachResult::kPastHead) {
-    keep.SendError(stream::ResumePastHeadError(s->id(), after, head, s->finished()), info_.extra_headers);
+    keep.SendError(stream::ResumePastHeadError(s->id(), after, head, s->finished()));
   } else {
     ApiError e = ApiError::Make(ErrorCode::kOverloaded, "too many subscribers on this stream (--max-subscribers)");
     e.retry_after_ms = 1000;
-    keep.SendError(e, info_.extra_headers);
+    keep.SendError(e);
   }
 }
 
@@ -131,7 +130,7 @@ void App::HandleStream(const http::Request& req, http::Responder r, bool attach)
     }
     hub_->StartDetached(s);
     std::string body = "{\"stream\":\"" + s->id() + "\",\"events\":\"/v1/streams/" + s->id() + "/events\"}";
-    http::Headers h = info_.extra_headers;
+    http::Headers h;
     h.emplace_back("X-Stream-Id", s->id());
     h.emplace_back("Location", "/v1/streams/" + s->id());
     r.Send(201, "application/json", body, h);
@@ -162,14 +161,14 @@ void App::HandleEvents(const http::Request& req, http::Responder r) {
   if (shutting_down_) {
     // Its generation was cancelled by the drain: a resume here could only
     // end in `cancelled`. Retryable: the client learns to start again.
-    r.SendError(Draining(), info_.extra_headers);
+    r.SendError(Draining());
     return;
   }
   std::string id(r.Param("id"));
   auto s = hub_->Find(id);
   if (!s) {
     hub_->CountResumeNotFound();
-    r.SendError(UnknownStream(id), info_.extra_headers);
+    r.SendError(UnknownStream(id));
     return;
   }
   uint64_t after = 0;
@@ -185,8 +184,7 @@ void App::HandleEvents(const http::Request& req, http::Responder r) {
   }
   if (!v.empty() && !ParseU64(v, &after)) {
     r.SendError(ApiError::Make(ErrorCode::kInvalidRequest,
-                               std::string(source) + " must be a non-negative integer (an event id)"),
-                info_.extra_headers);
+                               std::string(source) + " must be a non-negative integer (an event id)"));
     return;
   }
   AttachSse(s, std::move(r), after);
@@ -196,7 +194,7 @@ void App::HandleStatus(const http::Request&, http::Responder r) {
   std::string id(r.Param("id"));
   auto s = hub_->Find(id);
   if (!s) {
-    r.SendError(UnknownStream(id), info_.extra_headers);
+    r.SendError(UnknownStream(id));
     return;
   }
   std::string body;
@@ -223,17 +221,17 @@ void App::HandleStatus(const http::Request&, http::Responder r) {
   w.Key("bytes_held");
   w.Int(static_cast<int64_t>(s->bytes_held()));
   w.EndObject();
-  r.Send(200, "application/json", body, info_.extra_headers);
+  r.Send(200, "application/json", body);
 }
 
 void App::HandleDelete(const http::Request&, http::Responder r) {
   std::string id(r.Param("id"));
   auto s = hub_->Find(id);
   if (!s) {
-    r.SendError(UnknownStream(id), info_.extra_headers);
+    r.SendError(UnknownStream(id));
     return;
   }
-  http::Headers h = info_.extra_headers;
+  http::Headers h;
   // 204 only once the producer has exited (and, for the engine, released
   // its KV blocks): the hub runs this callback at that moment.
   hub_->Cancel(s, [r, h]() mutable { r.Send(204, "", "", h); });

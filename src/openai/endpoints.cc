@@ -38,7 +38,7 @@ void OpenAiEndpoints::NoteUnknownFields(std::string_view path, const std::vector
 }
 
 void OpenAiEndpoints::Refuse(http::Responder& r, const ApiError& e) {
-  SendOpenAiError(r, e, service_->info().extra_headers);
+  SendOpenAiError(r, e);
 }
 
 void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responder r) {
@@ -144,7 +144,6 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
     o.heartbeat_ms = info.heartbeat_ms;
     o.reserve_bytes = kOpenAiStreamReserveBytes;
     o.stream_id = first_id;
-    o.extra_headers = info.extra_headers;
     o.on_writable = [weak] {
       if (auto g = weak.lock()) g->OnWritable();
     };
@@ -157,7 +156,7 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
     streaming = ss.get();
     group->UseStream(std::move(ss), f);
   } else {
-    group->UseCollector(std::make_unique<OpenAiCollector>(std::move(r), meta, info.extra_headers));
+    group->UseCollector(std::make_unique<OpenAiCollector>(std::move(r), meta));
   }
   service_->Keep(group.get(), group);
   if (group->Attach()) {
@@ -184,8 +183,7 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
 
 void OpenAiEndpoints::HandleModels(const http::Request&, http::Responder r) {
   const service::ServiceInfo& info = service_->info();
-  r.Send(200, "application/json", ModelListJson(info.model, created_unix_s_, chat_template_.name()),
-         info.extra_headers);
+  r.Send(200, "application/json", ModelListJson(info.model, created_unix_s_, chat_template_.name()));
 }
 
 void OpenAiEndpoints::HandleModel(const http::Request&, http::Responder r) {
@@ -198,7 +196,7 @@ void OpenAiEndpoints::HandleModel(const http::Request&, http::Responder r) {
     Refuse(r, e);
     return;
   }
-  r.Send(200, "application/json", ModelJson(info.model, created_unix_s_, chat_template_.name()), info.extra_headers);
+  r.Send(200, "application/json", ModelJson(info.model, created_unix_s_, chat_template_.name()));
 }
 
 }  // namespace tw::openai

@@ -411,8 +411,8 @@ void OpenAiSseFormat::AppendEnding(const ApiError& end, std::string* out) {
 
 // ---- OpenAiCollector ---------------------------------------------------------
 
-OpenAiCollector::OpenAiCollector(http::Responder responder, CompletionMeta meta, http::Headers extra_headers)
-    : responder_(std::move(responder)), meta_(std::move(meta)), extra_headers_(std::move(extra_headers)) {
+OpenAiCollector::OpenAiCollector(http::Responder responder, CompletionMeta meta)
+    : responder_(std::move(responder)), meta_(std::move(meta)) {
   choices_.resize(static_cast<size_t>(std::max(1, meta_.n)));
 }
 
@@ -473,18 +473,17 @@ void OpenAiCollector::Answer() {
     out.push_back(j);
   }
   if (failed_) {
-    SendOpenAiError(responder_, error_, extra_headers_);
+    SendOpenAiError(responder_, error_);
     return;
   }
   responder_.Send(200, "application/json",
-                  AnswerJson(meta_, out.data(), out.size(), UsageJson{prompt_tokens_, completion_tokens_}),
-                  extra_headers_);
+                  AnswerJson(meta_, out.data(), out.size(), UsageJson{prompt_tokens_, completion_tokens_}));
 }
 
 void OpenAiCollector::Fail(const ApiError& end) {
   if (answered_) return;
   answered_ = true;
-  SendOpenAiError(responder_, ErrorForSubscriberEnd(end), extra_headers_);
+  SendOpenAiError(responder_, ErrorForSubscriberEnd(end));
 }
 
 // ---- OpenAiChoices -------------------------------------------------------------

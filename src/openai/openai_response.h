@@ -169,7 +169,7 @@ class OpenAiSseFormat : public sse::SseFormat {
 // Collects a whole response (stream: false) and answers once.
 class OpenAiCollector {
  public:
-  OpenAiCollector(http::Responder responder, CompletionMeta meta, http::Headers extra_headers);
+  OpenAiCollector(http::Responder responder, CompletionMeta meta);
 
   // kGone once the client has left (the hub then detaches that choice).
   stream::DeliverResult Deliver(int choice, const stream::Event& event);
@@ -190,7 +190,6 @@ class OpenAiCollector {
 
   http::Responder responder_;
   CompletionMeta meta_;
-  http::Headers extra_headers_;
   std::vector<Choice> choices_;
   int prompt_tokens_ = 0;
   int completion_tokens_ = 0;

@@ -45,7 +45,6 @@ struct ServiceInfo {
   std::string model;  // the served model's id
   stream::Policy default_policy = stream::Policy::kDropSlow;
   int64_t heartbeat_ms = 15000;  // an idle event stream's comment heartbeat
-  http::Headers extra_headers;   // on every answer the handlers write (CORS moved to http::CorsPolicy)
 };
 
 class Service {

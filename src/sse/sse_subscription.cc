@@ -50,7 +50,7 @@ SseSubscription::~SseSubscription() {
 bool SseSubscription::EnsureStarted() {
   if (writer_) return !writer_->done();
   if (responder_.closed()) return false;
-  http::Headers h = options_.extra_headers;
+  http::Headers h;
   h.emplace_back("Cache-Control", "no-cache");
   h.emplace_back("X-Accel-Buffering", "no");
   h.emplace_back("X-Stream-Id", options_.stream_id);

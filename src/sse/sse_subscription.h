@@ -101,7 +101,6 @@ class SseSubscription : public stream::Subscription,
     int64_t heartbeat_ms = 15000;
     size_t reserve_bytes = 1024;
     std::string stream_id;
-    http::Headers extra_headers;  // e.g. CORS
     // When the socket can take more: by default the hub offers this
     // subscription's events again; a response fed by several streams
     // (api::OpenAiChoices) offers each of its own.
