@@ -33,7 +33,8 @@
 //      logit_bias +100 forces its token, stop_token_ids ends with "stop",
 //      min_tokens holds that end back, ignore_eos goes on past end-of-text,
 //      top_k 1 and min_p 1 equal greedy, the penalties change a repeating
-//      greedy text, both APIs.
+//      greedy text, both APIs; several prompts (indexes prompt * n + j, each
+//      prompt's choices those of its own request), echo, best_of.
 // Exits 0 when every check passed, 1 otherwise.
 import { readFileSync } from "node:fs";
 
@@ -332,6 +333,22 @@ async function samplingControls(model) {
                                                             max_tokens: 4, temperature: 0, logit_bias: { 262: 100 } });
   same(chatForced.choices[0].message.content, " the".repeat(4), "chat: logit_bias +100 on ' the'");
   console.log(`check_openai: sampling controls: greedy ${JSON.stringify(greedy.text)}, penalised differs`);
+
+  // Several prompts, echo, best_of (completions).
+  const prompts = ["The capital of France is", "Once upon a time"];
+  const multi = await client.completions.create({ model, prompt: prompts, n: 2, max_tokens: 5, temperature: 1, seed: 21 });
+  same(multi.choices.map((c) => c.index), [0, 1, 2, 3], "two prompts x n=2: indexes prompt * n + j");
+  for (const [p, i] of [[0, 0], [1, 2]]) {
+    const alone = await client.completions.create({ model, prompt: prompts[p], n: 2, max_tokens: 5, temperature: 1, seed: 21 });
+    same([multi.choices[i].text, multi.choices[i + 1].text], alone.choices.map((c) => c.text),
+         `prompt ${p} of two: its choices equal the prompt's own request`);
+  }
+  const echoed = await client.completions.create({ ...base, echo: true });
+  same(echoed.choices[0].text, base.prompt + greedy.text, "echo: the prompt, then the completion");
+  const best = await client.completions.create({ ...base, temperature: 1, seed: 5, n: 2, best_of: 4 });
+  same(best.choices.map((c) => c.index), [0, 1], "best_of 4, n 2: two choices");
+  check(best.usage.completion_tokens === 4 * 6, `best_of 4: usage counts every candidate, got ${JSON.stringify(best.usage)}`);
+  console.log(`check_openai: several prompts, echo, best_of: ${JSON.stringify(best.choices.map((c) => c.text))}`);
 }
 
 let one_model_is_base = false;
