@@ -11,13 +11,20 @@
 // - each parser accepts, or refuses with a 4xx status and a non-empty message
 //   (an invalid_json refusal names a byte offset inside the input);
 // - a completions request it accepts maps (ToGeneration) onto our typed
-//   generation request with the same prompt tokens, stop strings and seed,
-//   and a max_new_tokens within the server's bound.
+//   generation request with its first prompt's tokens, the stop strings and seed,
+//   and a max_new_tokens within the server's bound;
+// - any accepted request's sampling controls are within their documented
+//   ranges (docs/openai.md): logit_bias ids in the vocabulary, distinct, at
+//   most max_logit_bias, biases in [-100, 100]; stop_token_ids in the
+//   vocabulary, at most max_stop_token_ids; min_tokens in [0, max_new_tokens];
+//   min_p in [0, 1]; penalties in range; a temperature 0 or >= 1e-5.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fuzz/embedded_tokenizer.h"
 #include "openai/chat.h"
@@ -39,6 +46,31 @@ void CheckRefusal(const tw::ApiError& e, size_t size, const char* who) {
   if (e.code == tw::ErrorCode::kInvalidJson && (e.offset < 0 || static_cast<size_t>(e.offset) > size)) {
     Fail(std::string(who) + " invalid_json offset outside the input: " + std::to_string(e.offset));
   }
+}
+
+// The sampling controls of an accepted request, within their ranges.
+void CheckControls(const tw::backend::GenerationRequest& r, const tw::service::RequestBounds& b, const char* what) {
+  const std::string w = what;
+  std::vector<int32_t> ids;
+  for (const auto& [id, bias] : r.logit_bias) {
+    if (id < 0 || id >= b.vocab_size) Fail(w + ": a logit_bias id outside the vocabulary");
+    if (!(bias >= -100.0f && bias <= 100.0f)) Fail(w + ": a logit_bias value outside [-100, 100]");
+    ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) Fail(w + ": a logit_bias id twice");
+  if (r.logit_bias.size() > b.max_logit_bias) Fail(w + ": more logit_bias entries than the bound");
+  for (int32_t id : r.stop_token_ids) {
+    if (id < 0 || id >= b.vocab_size) Fail(w + ": a stop_token_ids id outside the vocabulary");
+  }
+  if (r.stop_token_ids.size() > b.max_stop_token_ids) Fail(w + ": more stop_token_ids than the bound");
+  if (r.min_tokens < 0 || r.min_tokens > r.max_new_tokens) Fail(w + ": min_tokens outside [0, max_new_tokens]");
+  if (!(r.min_p >= 0.0f && r.min_p <= 1.0f)) Fail(w + ": min_p outside [0, 1]");
+  if (!(r.presence_penalty >= -2.0f && r.presence_penalty <= 2.0f)) Fail(w + ": presence_penalty outside [-2, 2]");
+  if (!(r.frequency_penalty >= -2.0f && r.frequency_penalty <= 2.0f)) Fail(w + ": frequency_penalty outside [-2, 2]");
+  if (!(r.repetition_penalty > 0.0f && r.repetition_penalty <= 10.0f)) Fail(w + ": repetition_penalty outside (0, 10]");
+  if (!(r.temperature == 0.0f || r.temperature >= 1e-5f)) Fail(w + ": a temperature in (0, 1e-5) not made greedy");
+  if (r.top_k < 0) Fail(w + ": a negative top_k");
 }
 
 }  // namespace
@@ -82,6 +114,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tw::ApiError e;
   if (!ParseGenerationRequest(body, tok, bounds, tw::stream::Policy::kDropSlow, &g, &e)) {
     CheckRefusal(e, size, "generation");
+  } else {
+    CheckControls(g.request, bounds, "generation");
   }
 
   CompletionRequest c;
@@ -91,7 +125,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const tw::backend::GenerationRequest t = ToGeneration(c);
-  if (t.prompt_tokens != c.prompt_tokens) Fail("the mapping changed the prompt tokens");
+  CheckControls(t, bounds, "completions");
+  if (c.prompts.empty() || t.prompt_tokens != c.prompts[0]) Fail("the mapping changed the (first) prompt's tokens");
   if (t.stop != c.stop) Fail("the mapping changed the stop strings");
   if (t.has_seed != c.has_seed || (c.has_seed && t.seed != static_cast<uint64_t>(c.seed))) {
     Fail("the mapping changed the seed");
