@@ -55,8 +55,9 @@ const IntFlag kIntFlags[] = {
     {"--max-stop-strings", &Config::max_stop_strings, 0, 64, "stop strings per request"},
     {"--max-stop-bytes", &Config::max_stop_bytes, 1, 4096, "bytes per stop string"},
     {"--max-chat-messages", &Config::max_chat_messages, 1, 1 << 20, "messages in one chat completions request (400 beyond)"},
-    {"--max-logit-bias", &Config::max_logit_bias, 0, 1 << 20, "logit_bias entries per request"},
-    {"--max-stop-token-ids", &Config::max_stop_token_ids, 0, 1 << 20, "stop_token_ids per request"},
+    // Together under the engine's 1024 named ids (engine::kMaxNamedIds, with end-of-text).
+    {"--max-logit-bias", &Config::max_logit_bias, 0, 768, "logit_bias entries per request"},
+    {"--max-stop-token-ids", &Config::max_stop_token_ids, 0, 255, "stop_token_ids per request"},
     {"--stream-interval", &Config::stream_interval, 1, 1024,
      "send a stream's tokens in groups of up to N (1 = each at once; the first never waits)"},
     {"--stream-interval-bound-ms", &Config::stream_interval_bound_ms, 2, 60000,

@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "app/app_fixture.h"
+#include "app/config.h"
 #include "client/http_client.h"
+#include "engine/runner.h"
 #include "support/metrics_text.h"
 #include "support/server_child.h"
 
@@ -109,6 +112,25 @@ TEST(OpenAiFields, RangeAndUnsupportedRefusalsSayWhatWasWrong) {
   ExpectOpenAiError(
       Post(server.port(), "/v1/completions", R"({"model":"mock-gpt2","prompt":"x","max_completion_tokens":3,"max_tokens":4})"),
       "max_tokens", "max_tokens (4) and max_completion_tokens (3) differ; give one of them, or both equal");
+}
+
+TEST(OpenAiFields, NamedIdFlagsStayUnderTheEnginesBound) {
+  // --max-logit-bias and --max-stop-token-ids together stay under the
+  // engine's kMaxNamedIds (with end-of-text): their largest values are taken,
+  // one more is refused naming the flag.
+  auto parse = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"tokenwire", "serve"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    app::Config cfg;
+    return app::ParseServeFlags(static_cast<int>(argv.size()), argv.data(), 2, &cfg);
+  };
+  EXPECT_TRUE(parse({"--max-logit-bias", "768", "--max-stop-token-ids", "255"}).ok());
+  EXPECT_LE(768 + 255 + 1, engine::kMaxNamedIds);
+  const Status a = parse({"--max-logit-bias", "769"});
+  EXPECT_NE(a.message().find("--max-logit-bias"), std::string::npos) << a.message();
+  const Status b = parse({"--max-stop-token-ids", "256"});
+  EXPECT_NE(b.message().find("--max-stop-token-ids"), std::string::npos) << b.message();
 }
 
 }  // namespace

@@ -345,6 +345,27 @@ TEST(Engine, IgnoreEosGoesOnPastEndOfTextWithoutItsText) {
   EXPECT_LT(got.text.size(), g.solo.text.size());
 }
 
+TEST(Engine, NamedIdsAreBoundedAndMustBeInTheVocabulary) {
+  // logit_bias and stop_token_ids name at most kMaxNamedIds - 1 ids together
+  // (the API's flags keep a request under it; the engine checks anyway).
+  auto e = MakeEngine(EngineOptions());
+  backend::GenerationRequest r = MakeRequest(1, false);
+  for (int32_t id = 0; id < engine::kMaxNamedIds - 1; id++) {
+    if (id % 2) r.stop_token_ids.push_back(id);
+    else r.logit_bias.emplace_back(id, 1.0f);
+  }
+  ApiError why;
+  EXPECT_TRUE(e->Submit(NewStream("fits"), r, &why)) << why.message;
+  r.stop_token_ids.push_back(engine::kMaxNamedIds);
+  EXPECT_FALSE(e->Submit(NewStream("over"), r, &why));
+  EXPECT_EQ(why.message, "logit_bias and stop_token_ids name 1024 ids; at most 1023 together");
+  r = MakeRequest(1, false);
+  r.logit_bias = {{50257, 1.0f}};
+  EXPECT_FALSE(e->Submit(NewStream("outside"), r, &why));
+  EXPECT_EQ(why.message, "logit_bias names token 50257, outside the vocabulary [0, 50257)");
+  e->Shutdown();
+}
+
 TEST(Engine, RepetitionPenaltyChangesAGreedyRunThatRepeats) {
   // A greedy run that repeats a token; a strong repetition penalty must
   // change it, and a penalty of 1 must not.

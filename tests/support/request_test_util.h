@@ -6,20 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "fuzz/embedded_tokenizer.h"
 #include "service/generation_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tw::testing {
 
-inline const tokenizer::Tokenizer& EmbeddedTokenizer() {
-  static const tokenizer::Tokenizer* tok = [] {
-    auto* t = new tokenizer::Tokenizer();
-    Status s = tokenizer::Tokenizer::LoadEmbedded(t);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return t;
-  }();
-  return *tok;
-}
+using fuzz::EmbeddedTokenizer;  // the embedded GPT-2 tokenizer, loaded once
 
 inline service::RequestBounds TestBounds() {
   service::RequestBounds b;
