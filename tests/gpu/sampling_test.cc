@@ -400,6 +400,7 @@ TEST(SamplingGpu, LauncherRefusesBadArgumentsNamingThem) {
 // (common/logit_edit.h, the CPU runner's arithmetic), on padded rows, with
 // rows of no edits, -inf biases and both signs under the repetition penalty.
 TEST(SamplingGpu, LogitEditsEqualTheHostsBitForBit) {
+  TW_REQUIRE_GPU();
   constexpr int B = 5, V = 1000;
   constexpr size_t stride = V + 3;
   std::vector<float> logits = RandomVector(stride * B, 41, -6.0f, 6.0f);
@@ -437,6 +438,7 @@ TEST(SamplingGpu, LogitEditsEqualTheHostsBitForBit) {
 // the host here): every draw equals the draw with top_k = their count, and
 // lies in that set.
 TEST(SamplingGpu, MinPDrawsAreTheTopKOfItsCount) {
+  TW_REQUIRE_GPU();
   constexpr int V = 2000, kDraws = 16;
   for (Dist d : {Dist::kUniform, Dist::kGpt2Like, Dist::kPeaked, Dist::kTies}) {
     const std::vector<float> row = MakeRow(d, V, 7);
