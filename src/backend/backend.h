@@ -56,6 +56,11 @@ struct GenerationRequest {
   // -1: none; 0..20: each token event carries its log-probability and this
   // many most likely alternatives (stream::TokenLogprobs).
   int logprobs = -1;
+  // -1: none; 0..20: the first token event carries the prompt's
+  // log-probabilities (stream::PromptLogprobs) with this many alternatives
+  // per prompt token. Such a request computes its whole prompt (the prefix
+  // cache is not read for it).
+  int prompt_logprobs = -1;
   int64_t queue_timeout_ms = 0;   // 0 = wait as long as needed
   stream::Clock::time_point arrival = stream::Clock::now();
 };

@@ -184,6 +184,20 @@ void MockBackend::Produce(const std::shared_ptr<Sequence>& sp, stream::Clock::ti
   s.first_due_pending = false;
   stream::Event event = stream::Event::Token(e.index, token, std::move(e.text));
   if (s.request.logprobs >= 0) event.logprobs = Logprobs(token, s.request.logprobs);
+  if (s.request.prompt_logprobs >= 0 && e.index == 0) {
+    // The prompt's, as synthetic as the tokens': each prompt token the most
+    // likely after the one before it.
+    auto prompt = std::make_shared<stream::PromptLogprobs>();
+    for (size_t j = 0; j < s.request.prompt_tokens.size(); j++) {
+      const int32_t id = s.request.prompt_tokens[j];
+      stream::TokenLogprobs lp = *Logprobs(id, s.request.prompt_logprobs);
+      lp.sampled.rank = 1;
+      for (size_t t = 0; t < lp.top.size(); t++) lp.top[t].rank = static_cast<int32_t>(t + 1);
+      if (j == 0) lp = stream::TokenLogprobs{lp.sampled, {}, /*none=*/true};
+      prompt->push_back(std::move(lp));
+    }
+    event.prompt_logprobs = std::move(prompt);
+  }
   s.stream->Append(std::move(event));
   if (e.done) {
     Finish(s, e.reason);

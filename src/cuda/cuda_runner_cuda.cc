@@ -20,7 +20,9 @@
 // multiplied by the LM head and sampled. A sequence longer than the step
 // buffer is prefilled in chunks (each chunk's attention reads the earlier
 // chunks' keys from the pool); the host waits for a chunk's copy of the
-// step buffer before packing the next into it.
+// step buffer before packing the next into it. A prompt whose
+// log-probabilities are asked for also runs the head over its chunk's rows,
+// max_batch at a time, and computes them on the host.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +116,11 @@ class CudaRunner : public engine::ModelRunner {
   Status Layers(int rows, bool prefill, const kernels::BlockTables& tables);
   // LN_f, the LM head and sampling for `rows` rows of `x` (compact).
   Status Head(const float* x, int rows);
+  // A prompt's log-probabilities for the chunk just run (x_'s rows 0.. are
+  // seq's tokens [first, first + take)): LN_f and the LM head over up to
+  // max_batch of its rows at a time, their logits to the host, and
+  // model::ComputeLogprobs there (the CPU runner's code).
+  Status PromptLogprobs(const engine::SeqView& seq, int first, int take);
   // The whole decode forward of a bucket (what a graph holds).
   Status DecodeForward(int bucket);
   // Captures DecodeForward(bucket) into graphs_[bucket] (at start-up: a
@@ -155,7 +162,7 @@ class CudaRunner : public engine::ModelRunner {
   float* xlast_ = nullptr;  // (max_batch, C) prefill: each sequence's last row
   float* logits_ptr_ = nullptr;  // (max_batch, V)
   int32_t* ids_dev_ = nullptr;   // (max_batch)
-  std::vector<float> row_host_;  // (V) one row's logits, for a row that asks for logprobs
+  std::vector<float> row_host_;  // (max_batch, V) rows' logits, for rows that ask for logprobs
 
   kernels::KvShape kv_;
   kernels::AttentionPlan attn_plan_;
@@ -228,7 +235,7 @@ Status CudaRunner::Init() {
   logits_ptr_ = logits_.as<float>();
   TW_TRY(ids_.Allocate(B * sizeof(int32_t)));
   ids_dev_ = ids_.as<int32_t>();
-  row_host_.assign(static_cast<size_t>(V_), 0.0f);
+  row_host_.assign(B * static_cast<size_t>(V_), 0.0f);
 
   // Workspaces: the matmuls' (the largest any plan needs, for the rows it
   // gets) and the attention's; both zeroed once.
@@ -380,6 +387,26 @@ Status CudaRunner::Head(const float* x, int rows) {
   return kernels::SampleTokens(logits_ptr_, rows, V_, static_cast<size_t>(V_), params, ids_dev_, stream_);
 }
 
+Status CudaRunner::PromptLogprobs(const engine::SeqView& seq, int first, int take) {
+  const int end = std::min(first + take, seq.n - 1);  // the last row draws the next token
+  for (int j = first; j < end; j += limits_.max_batch) {
+    const int count = std::min(limits_.max_batch, end - j);
+    TW_TRY(kernels::LayerNorm(x_ + static_cast<size_t>(j - first) * C_, count, C_, lnf_w_, lnf_b_, eps_, ln_, stream_));
+    TW_TRY(kernels::Gemm(plan_lm_, lm_head_, ln_, count, nullptr, logits_ptr_, GemmEpilogue::kStore, gemm_ws_.get(),
+                         gemm_ws_bytes_, stream_));
+    TW_TRY(kernels::CopyToHost(row_host_.data(), logits_ptr_, static_cast<size_t>(count) * V_ * sizeof(float),
+                               stream_));
+    TW_TRY(kernels::StreamSync(stream_));
+    for (int i = 0; i < count; i++) {
+      engine::SampledToken& o = seq.prompt_out[j + i];
+      o = engine::SampledToken();
+      o.id = seq.tokens[j + i + 1];
+      model::ComputeLogprobs(row_host_.data() + static_cast<size_t>(i) * V_, V_, 1.0f, seq.prompt_logprobs, &o);
+    }
+  }
+  return Status::Ok();
+}
+
 Status CudaRunner::DecodeForward(int bucket) {
   kernels::BlockTables tables{static_cast<const int32_t*>(At(layout_.tables)), bucket, layout_.table_stride};
   TW_TRY(Layers(bucket, /*prefill=*/false, tables));
@@ -429,6 +456,7 @@ Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::Sampl
     return Status::Error("cuda runner: " + std::to_string(count) + " sequences in one prefill (1.." +
                          std::to_string(limits_.max_batch) + ")");
   }
+  TW_TRY(engine::CheckPromptLogprobsRows(seqs, count, "cuda runner"));
   std::vector<int> first(static_cast<size_t>(count), 0), take(static_cast<size_t>(count)), last(static_cast<size_t>(count));
   int total = 0;
   for (int i = 0; i < count; i++) total += seqs[i].n;
@@ -459,6 +487,7 @@ Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::Sampl
     TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
     kernels::BlockTables tables{static_cast<const int32_t*>(At(layout_.tables)), count, layout_.table_stride};
     TW_TRY(Layers(rows, /*prefill=*/true, tables));
+    if (count == 1 && one.prompt_logprobs >= 0) TW_TRY(PromptLogprobs(one, done, take[0]));
     done += take[0];
     if (count > 1 || done >= one.n) break;
   }

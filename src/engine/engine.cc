@@ -51,6 +51,12 @@ struct Engine::Sequence {
   int32_t last_token = 0;
   backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
   LogitEditor edits;           // logit_bias, min_tokens and the penalties, as they stand
+  // request.prompt_logprobs >= 0: the runner's entries (during the prefill),
+  // then the event's, until the first token carries them.
+  std::vector<SampledToken> prompt_out;
+  std::shared_ptr<const stream::PromptLogprobs> prompt_logprobs;
+
+  bool wants_prompt_logprobs() const { return request.prompt_logprobs >= 0; }
 
   Sequence(std::shared_ptr<stream::Stream> s, backend::GenerationRequest r, uint64_t seed,
            const tokenizer::Tokenizer* tokenizer, int32_t eos)
@@ -201,6 +207,11 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
   }
   for (int32_t id : request.stop_token_ids) {
     if (std::string m = named("stop_token_ids", id); !m.empty()) return refuse(ApiError::Make(ErrorCode::kInvalidRequest, m));
+  }
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > kMaxTopLogprobs) {
+    return refuse(ApiError::Make(ErrorCode::kInvalidRequest,
+                                 "prompt_logprobs is " + std::to_string(request.prompt_logprobs) + "; at most " +
+                                     std::to_string(kMaxTopLogprobs) + " alternatives per prompt token"));
   }
   const int positions = std::max(prompt, 1) + std::max(request.max_new_tokens, 1) - 1;
   if (positions > shape_.n_ctx) {
@@ -432,8 +443,10 @@ void Engine::Admit() {
   for (size_t i = 0; i < admitted.size();) {
     size_t j = i;
     int tokens = 0;
+    // A prompt whose log-probabilities are asked for is prefilled alone.
     while (j < admitted.size() &&
-           (j == i || (tokens + ToPrefill(*admitted[j]) <= budget && SharedReady(*admitted[j])))) {
+           (j == i || (tokens + ToPrefill(*admitted[j]) <= budget && SharedReady(*admitted[j]) &&
+                       !admitted[i]->wants_prompt_logprobs() && !admitted[j]->wants_prompt_logprobs()))) {
       tokens += ToPrefill(*admitted[j]);
       j++;
     }
@@ -447,6 +460,8 @@ int Engine::ToPrefill(const Sequence& s) { return s.prompt_len - s.cached; }
 int Engine::MaxSharedBlocks(const Sequence& s) const {
   // Whole blocks only, and never the prompt's last token: its logits are
   // what the prefill is for (and a shared block is never written).
+  // A request for its prompt's log-probabilities computes every position.
+  if (s.wants_prompt_logprobs()) return 0;
   return options_.prefix_cache ? (s.prompt_len - 1) / options_.block_size_tokens : 0;
 }
 
@@ -531,6 +546,11 @@ void Engine::Prefill(Sequence* const* group, int n) {
   for (int i = 0; i < n; i++) {
     Sequence& s = *group[i];
     views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, ToPrefill(s)));
+    if (n == 1 && s.wants_prompt_logprobs()) {
+      s.prompt_out.assign(static_cast<size_t>(ToPrefill(s) - 1), SampledToken());
+      views.back().prompt_logprobs = s.request.prompt_logprobs;
+      views.back().prompt_out = s.prompt_out.data();
+    }
   }
   Status st = runner_->Prefill(views.data(), n, sampled_.data());
   if (!st.ok()) {
@@ -548,6 +568,7 @@ void Engine::Prefill(Sequence* const* group, int n) {
     Sequence& s = *group[i];
     s.cached = s.prompt_len;
     for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->MarkReady(s.block_table[k]);
+    if (s.wants_prompt_logprobs()) PromptLogprobsOf(s);
   }
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
@@ -599,6 +620,30 @@ std::shared_ptr<const stream::TokenLogprobs> Engine::LogprobsOf(const SampledTok
   return lp;
 }
 
+void Engine::PromptLogprobsOf(Sequence& s) const {
+  auto lp = std::make_shared<stream::PromptLogprobs>();
+  const std::vector<int32_t>& prompt = s.request.prompt_tokens;  // empty: [eos] was prefilled, nothing to report
+  lp->reserve(prompt.size());
+  auto bytes = [&](int32_t id) { return std::string(tokenizer_->TokenBytes(id)); };
+  for (size_t j = 0; j < prompt.size(); j++) {
+    stream::TokenLogprobs e;
+    e.sampled.id = prompt[j];
+    e.sampled.bytes = bytes(prompt[j]);
+    if (j == 0 || j - 1 >= s.prompt_out.size()) {
+      e.none = true;  // nothing precedes the first token
+    } else {
+      const SampledToken& o = s.prompt_out[j - 1];
+      e.sampled.logprob = o.logprob;
+      e.sampled.rank = o.rank;
+      const int k = std::clamp(o.top_count, 0, kMaxTopLogprobs);
+      for (int t = 0; t < k; t++) e.top.push_back({o.top_ids[t], o.top_logprobs[t], bytes(o.top_ids[t]), t + 1});
+    }
+    lp->push_back(std::move(e));
+  }
+  s.prompt_out = std::vector<SampledToken>();  // the runner's entries are no longer needed
+  s.prompt_logprobs = std::move(lp);
+}
+
 bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
   s.last_token = sampled.id;
   counters_.tokens_generated++;
@@ -606,6 +651,7 @@ bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
   if (!e.done) s.edits.OnToken(sampled.id, s.emit.produced());
   stream::Event event = stream::Event::Token(e.index, sampled.id, std::move(e.text));
   event.logprobs = LogprobsOf(sampled);
+  if (s.prompt_logprobs) event.prompt_logprobs = std::move(s.prompt_logprobs);  // the first token's
   s.stream->Append(std::move(event));
   if (e.done) Retire(s, DoneOf(s, e.reason));
   return e.done;

@@ -54,6 +54,12 @@
 // sequence, or the pool refusing a release, is a detected error: counted
 // (stats().double_releases) and logged.
 //
+// Prompt log-probabilities (GenerationRequest::prompt_logprobs): such a
+// request reads nothing from the prefix cache (every position's logits are
+// computed; its own blocks are still cached for others) and is prefilled
+// alone; the runner fills one entry per prompt position, and the first
+// token event carries them (stream::PromptLogprobs).
+//
 // Prefix caching (EngineOptions::prefix_cache, --prefix-cache, on by
 // default): every full block of a sequence — of its prompt at admission, of
 // its generated tokens as a decode fills one — is cached under the chained
@@ -248,6 +254,9 @@ class Engine : public backend::Backend {
   // the request asked) and finishes the sequence if this token ends it
   // (returns true then).
   bool EmitToken(Sequence& s, const SampledToken& sampled);
+  // After its prefill: s's prompt log-probabilities as the first token
+  // event will carry them (from the runner's entries, which it frees).
+  void PromptLogprobsOf(Sequence& s) const;
   // The event's typed log-probabilities for a row that asked.
   std::shared_ptr<const stream::TokenLogprobs> LogprobsOf(const SampledToken& sampled) const;
   // The one place a sequence ends: finishes its stream (once) with

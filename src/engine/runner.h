@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/logit_edit.h"
 #include "common/status.h"
@@ -102,6 +103,9 @@ struct SampledToken {
   int32_t id = 0;
   bool has_logprobs = false;  // the row asked (SamplingRow::logprobs >= 0)
   double logprob = 0.0;       // log P(id)
+  // 1 + the number of ids strictly more likely than `id` (vLLM's rank:
+  // 1 for the most likely); set with the log-probabilities.
+  int32_t rank = 0;
   int top_count = 0;          // 0..kMaxTopLogprobs
   // The top_count most likely ids, most likely first (ties: lower id first).
   int32_t top_ids[kMaxTopLogprobs] = {};
@@ -120,6 +124,15 @@ struct SeqView {
   const int32_t* tokens = nullptr;       // (n) appended at positions [cached, cached + n)
   int n = 0;                             // >= 1
   SamplingRow sampling;                  // draws the token after the last one
+  // Prompt log-probabilities (a Prefill row only; such a row is prefilled
+  // alone: count == 1). When prompt_logprobs >= 0 (0..kMaxTopLogprobs),
+  // prompt_out[j] for j in [0, n - 1) gets, for id = tokens[j + 1], its
+  // log-probability under the logits of position cached + j and that many
+  // most likely alternatives: SampledToken's semantics at temperature 1 over
+  // the raw logits (no logit edits), with its rank. The runner sets each
+  // entry's id; prompt_out has n - 1 entries, owned by the engine.
+  int prompt_logprobs = -1;
+  SampledToken* prompt_out = nullptr;
 };
 
 class ModelRunner {
@@ -134,13 +147,31 @@ class ModelRunner {
   // Appends each sequence's tokens to its KV blocks and draws each one's
   // next token into out[i] (with its log-probabilities when the row asks). Several sequences in one pass need a total of n
   // <= limits().max_prefill_tokens; one sequence may be longer (the runner
-  // splits it). Each sequence's result is what it would be alone. On error
-  // nothing was appended (the engine may retry the sequences one by one).
+  // splits it). Each sequence's result is what it would be alone. A row
+  // asking for prompt log-probabilities (SeqView::prompt_logprobs) comes
+  // alone. On error nothing was appended (the engine may retry the
+  // sequences one by one).
   virtual Status Prefill(const SeqView* seqs, int count, SampledToken* out) = 0;
   // One decode step: every sequence has n == 1; count <= limits().max_batch.
   // On error nothing was appended.
   virtual Status Decode(const SeqView* seqs, int count, SampledToken* out) = 0;
 };
+
+// What every runner's Prefill checks first (`who` names the runner): a row
+// asking for its prompt's log-probabilities comes alone, with its output,
+// for at most kMaxTopLogprobs alternatives.
+inline Status CheckPromptLogprobsRows(const SeqView* seqs, int count, const char* who) {
+  for (int i = 0; i < count; i++) {
+    const SeqView& v = seqs[i];
+    if (v.prompt_logprobs < 0) continue;
+    if (count > 1 || (v.n > 1 && v.prompt_out == nullptr) || v.prompt_logprobs > kMaxTopLogprobs) {
+      return Status::Error(std::string(who) + ": a row asking for " + std::to_string(v.prompt_logprobs) +
+                           " prompt log-probabilities must come alone, with its output (0.." +
+                           std::to_string(kMaxTopLogprobs) + ")");
+    }
+  }
+  return Status::Ok();
+}
 
 // Blocks needed to hold `tokens` tokens.
 inline int BlocksFor(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }

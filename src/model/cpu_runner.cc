@@ -54,11 +54,42 @@ Status CpuRunner::CheckCount(const engine::SeqView* seqs, int count) const {
   return Status::Ok();
 }
 
+// A prompt's log-probabilities, chunk by chunk: the rows whose next token
+// is in the prompt, max_batch rows of logits at a time (logits_), each row's
+// ComputeLogprobs on the pool.
+class CpuRunner::PromptLogprobs : public PrefillObserver {
+ public:
+  PromptLogprobs(CpuRunner* r, const engine::SeqView& seq) : r_(r), seq_(seq) {}
+
+  void OnChunk(Gpt2Forward& forward, int start, int rows) override {
+    const int V = r_->model_->config().vocab_size;
+    const int end = std::min(start + rows, seq_.n - 1);  // the last row draws the next token
+    for (int first = start; first < end; first += r_->limits_.max_batch) {
+      const int count = std::min(r_->limits_.max_batch, end - first);
+      forward.ChunkLogits(first - start, count, r_->logits_.data());
+      auto one = [&](int i, int) {
+        engine::SampledToken& o = seq_.prompt_out[first + i];
+        o = engine::SampledToken();
+        o.id = seq_.tokens[first + i + 1];
+        ComputeLogprobs(r_->logits_.data() + static_cast<size_t>(i) * V, V, 1.0f, seq_.prompt_logprobs, &o);
+      };
+      r_->pool_->ParallelFor(count, one);
+    }
+  }
+
+ private:
+  CpuRunner* r_;
+  const engine::SeqView& seq_;
+};
+
 // The views go to the forward pass as they are: it reads each block table
 // in place (no copy per step).
 Status CpuRunner::Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   if (Status s = CheckCount(seqs, count); !s.ok()) return s;
-  Status st = count == 1 ? forward_->Prefill(seqs[0], logits_.data())
+  if (Status s = engine::CheckPromptLogprobsRows(seqs, count, "cpu runner"); !s.ok()) return s;
+  PromptLogprobs prompt(this, seqs[0]);
+  Status st = count == 1 ? forward_->Prefill(seqs[0], logits_.data(), nullptr,
+                                             seqs[0].prompt_logprobs >= 0 ? &prompt : nullptr)
                          : forward_->PrefillBatch(seqs, count, logits_.data());
   if (!st.ok()) return st;
   SampleRows(seqs, count, out);

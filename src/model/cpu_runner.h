@@ -10,7 +10,9 @@
 // DecodeBatch), and leave as one sampled token id each: each row's uniform
 // is CounterUniform(seed, counter), rows sampled in parallel on the pool; a
 // row that asks for log-probabilities gets them from ComputeLogprobs on the
-// same logits (model/sampling.h).
+// same logits (model/sampling.h). A prompt's log-probabilities (a Prefill
+// row with prompt_logprobs) are computed as its chunks pass: max_batch rows
+// of logits at a time, in the same buffer.
 //
 // Threads: one caller (the engine thread) at a time; the work spreads over
 // the pool. Memory: everything is allocated in Create (the KV pool,
@@ -53,6 +55,7 @@ class CpuRunner : public engine::ModelRunner {
   CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits);
   // Checks the step's size against max_batch.
   Status CheckCount(const engine::SeqView* seqs, int count) const;
+  class PromptLogprobs;
   // Draws out[i] from row i of logits_ (and its log-probabilities when
   // asked), rows spread over the pool.
   void SampleRows(const engine::SeqView* seqs, int count, engine::SampledToken* out);

@@ -137,7 +137,8 @@ Status Gpt2Forward::CheckTokens(const int32_t* tokens, int n, const char* what) 
   return Status::Ok();
 }
 
-Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits) {
+Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits,
+                            PrefillObserver* observer) {
   if (Status s = CheckSeq(seq, "Prefill"); !s.ok()) return s;
   const int V = cfg_.vocab_size, n = seq.n;
   const int chunk = std::min(max_rows_, std::min(limits_.max_prefill_chunk_tokens, cfg_.n_ctx));
@@ -149,6 +150,7 @@ Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, floa
       row_prior_[r] = seq.cached + start;
     }
     RunRows(rows, seq.tokens + start);
+    if (observer) observer->OnChunk(*this, start, rows);
     if (all_logits) Logits(0, rows, all_logits + static_cast<size_t>(start) * V);
     if (last_logits && start + rows == n) {
       if (all_logits) {

@@ -53,6 +53,17 @@ struct ForwardLimits {
   cpu::WeightFormat weights = cpu::WeightFormat::kF32;
 };
 
+class Gpt2Forward;
+
+// Sees each chunk of a Prefill after it has run through the layers (e.g. to
+// compute its rows' logits with Gpt2Forward::ChunkLogits).
+class PrefillObserver {
+ public:
+  virtual ~PrefillObserver() = default;
+  // The chunk holds the sequence's new tokens [start, start + rows).
+  virtual void OnChunk(Gpt2Forward& forward, int start, int rows) = 0;
+};
+
 class Gpt2Forward {
  public:
   // Validates the shapes (model vs pool vs limits), packs the weights and
@@ -69,7 +80,12 @@ class Gpt2Forward {
   // Appends seq's n >= 1 tokens, in chunks of max_prefill_chunk_tokens.
   // last_logits (V), may be null: the logits of the last new position.
   // all_logits (n, V), may be null: the logits of every new position.
-  Status Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits = nullptr);
+  // observer, may be null: called after each chunk's layers.
+  Status Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits = nullptr,
+                 PrefillObserver* observer = nullptr);
+  // In PrefillObserver::OnChunk only: logits (count, V) of the chunk's rows
+  // [first, first + count), bitwise those Prefill returns for them.
+  void ChunkLogits(int first, int count, float* logits) { Logits(first, count, logits); }
 
   // Prefills B distinct sequences in one pass: their prompt rows run side by
   // side through every matmul (one read of the weights for all of them), and

@@ -103,10 +103,16 @@ void ComputeLogprobs(const float* logits, int vocab, float temperature, int k, e
     if (logits[i] > mx) mx = logits[i];  // NaN compares false: skipped
   }
   mx *= inv_t;
+  // The rank counts the ids above the chosen one (a NaN chosen logit counts
+  // as -inf; NaN logits are never above).
+  const bool valid = out->id >= 0 && out->id < vocab;
+  const float chosen = valid && !std::isnan(logits[out->id]) ? logits[out->id] : -INFINITY;
   double sum = 0;
+  int32_t above = 0;
   for (int i = 0; i < vocab; ++i) {
     const double z = static_cast<double>(logits[i]) * inv_t;
     if (z > -INFINITY) sum += std::exp(z - mx);  // NaN and -inf weigh 0
+    above += logits[i] > chosen;
   }
   const double log_z = std::isfinite(mx) && sum > 0 ? mx + std::log(sum) : INFINITY;
   auto logprob = [&](int32_t id) {
@@ -115,7 +121,8 @@ void ComputeLogprobs(const float* logits, int vocab, float temperature, int k, e
     return lp > engine::kMinLogprob ? lp : engine::kMinLogprob;  // also NaN and -inf
   };
   out->has_logprobs = true;
-  out->logprob = out->id >= 0 && out->id < vocab ? logprob(out->id) : engine::kMinLogprob;
+  out->logprob = valid ? logprob(out->id) : engine::kMinLogprob;
+  out->rank = above + 1;
   // Top k by logit (the order every cut uses: larger first, then lower id),
   // kept sorted in the fixed array by insertion: ~vocab comparisons with the
   // k-th value, k * k moves at most per insertion.

@@ -52,7 +52,7 @@ int32_t Argmax(const float* logits, int n);
 // The log-probabilities a row asks for (engine::SampledToken's semantics):
 // log softmax(logits / T) in double over all `vocab` ids, T = temperature,
 // or 1 when temperature <= 0 (greedy); NaN logits count as -inf. Fills
-// out->logprob for out->id (set by the caller) and the k (0..20) most likely
+// out->logprob and out->rank for out->id (set by the caller) and the k (0..20) most likely
 // ids with theirs, most likely first, ties toward the lower id; values are
 // floored at engine::kMinLogprob. Allocates nothing; one pass for the
 // maximum, one for the sum, one for the top k.

@@ -147,6 +147,7 @@ bool ParseChat(std::string_view body, const tokenizer::Tokenizer& tokenizer, con
   }
   if (logprobs) r.logprobs = top_logprobs != nullptr ? static_cast<int>(top_logprobs->as_int()) : 0;
   if (!ParseStreamOptionsParam(stream_options, r.shared.stream, &r.include_usage, err)) return false;
+  if (!CheckPromptLogprobsParam(r.shared.controls, r.shared.stream, err)) return false;
   // Message text is plain text: "<|endoftext|>" in it is not the special
   // token (the template's own text is not either).
   r.prompt_tokens = tokenizer.Encode(chat_template.Render(r.messages));

@@ -196,6 +196,15 @@ service::FieldRead ParseSharedParam(const std::string& key, const json::Value& v
     r->n = static_cast<int>(i);
     return FieldRead::kRead;
   }
+  if (key == "prompt_logprobs") {
+    // vLLM's: the prompt tokens' log-probabilities (-1, its whole vocabulary, is not offered).
+    if (val.is_null()) return FieldRead::kRead;
+    if (!service::ReadInt(val, key, 0, kMaxLogprobs, &i, err, "alternatives per prompt token")) {
+      return FieldRead::kRefused;
+    }
+    r->controls.prompt_logprobs = static_cast<int>(i);
+    return FieldRead::kRead;
+  }
   if (key == "max_tokens" || key == "max_completion_tokens") {
     // Two names of one bound (chat renamed it): both given must agree, so
     // the answer never depends on the order of the keys.
@@ -245,7 +254,6 @@ const KnownParam kUnsupportedParams[] = {
     {"reasoning_effort", "GPT-2 is not a reasoning model"},
     {"verbosity", "GPT-2 is not a reasoning model; bound the answer with max_tokens"},
     {"web_search_options", "web search is not supported by this server"},
-    {"prompt_logprobs", "prompt log-probabilities are not computed yet"},
     {"allowed_token_ids", "restricting the vocabulary is not supported yet; logit_bias -100 excludes a token"},
     {"bad_words", "banned words are not supported yet; logit_bias -100 excludes a token"},
 };
@@ -373,12 +381,7 @@ bool ParseCompletion(std::string_view body, const tokenizer::Tokenizer& tokenize
   }
   if (!ParseStreamOptionsParam(stream_options, r.stream, &r.include_usage, err)) return false;
   if (!has_prompt) return Refuse(err, 400, "prompt", "you must provide a 'prompt'");
-  if (r.echo && r.logprobs >= 0) {
-    // OpenAI's answer would carry the prompt tokens' log-probabilities too.
-    return Unsupported(err, "echo",
-                       "echo with logprobs needs the prompt's log-probabilities, which are not computed yet; "
-                       "send one of them");
-  }
+  if (!CheckPromptLogprobsParam(r.controls, r.stream, err)) return false;
   if (r.echo) {
     // The prompt as the model read it: its tokens' bytes (a literal
     // <|endoftext|> is the special token's text).
@@ -423,7 +426,16 @@ backend::GenerationRequest ToGeneration(const CompletionRequest& req) {
   g.seed = static_cast<uint64_t>(req.seed);
   g.stop = req.stop;
   g.logprobs = req.logprobs;
+  // echo with logprobs: the prompt's tokens are in the logprobs too, with
+  // as many alternatives as the completion's (the answer trims each list).
+  if (req.echo && req.logprobs >= 0) g.prompt_logprobs = std::max(g.prompt_logprobs, req.logprobs);
   return g;
+}
+
+bool CheckPromptLogprobsParam(const backend::GenerationRequest& controls, bool stream, ApiError* err) {
+  if (controls.prompt_logprobs < 0 || !stream) return true;
+  // As vLLM: they come with the whole answer.
+  return Unsupported(err, "prompt_logprobs", "the prompt's log-probabilities are not available when stream is true; send stream false");
 }
 
 ApiError ForOpenAi(ApiError e) {

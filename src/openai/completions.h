@@ -119,9 +119,12 @@ backend::GenerationRequest ToGeneration(const CompletionRequest& req);
 
 // One member of either API's body, if it is a shared param: temperature,
 // top_p, seed, stream, n, max_tokens / max_completion_tokens (both given:
-// they must be equal) and the sampling controls. kNotMine for any other.
+// they must be equal), prompt_logprobs (0..20, into controls) and the
+// sampling controls. kNotMine for any other.
 service::FieldRead ParseSharedParam(const std::string& key, const json::Value& val,
                                     const service::RequestBounds& bounds, SharedParams* out, ApiError* err);
+// prompt_logprobs (read by ParseSharedParam into controls) cannot be streamed.
+bool CheckPromptLogprobsParam(const backend::GenerationRequest& controls, bool stream, ApiError* err);
 // A member no parser above reads (the field policy, docs/openai.md): a
 // param this server knows and does not support is refused naming it and
 // why (tools, response_format other than text, ...); one that changes

@@ -62,6 +62,8 @@ void OpenAiEndpoints::HandleCompletions(const http::Request& req, http::Responde
         l.meta.api = OpenAiApi::kCompletions;
         l.meta.include_usage = c.include_usage;
         l.meta.logprobs = c.logprobs;
+        l.meta.echo_logprobs = c.echo && c.logprobs >= 0;
+        l.meta.prompt_logprobs = c.controls.prompt_logprobs;
         l.meta.echo = std::move(c.echo_texts);
         l.id_prefix = "cmpl-";
         Launch(std::move(l), std::move(r));
@@ -87,6 +89,7 @@ void OpenAiEndpoints::HandleChatCompletions(const http::Request& req, http::Resp
         l.meta.api = OpenAiApi::kChat;
         l.meta.include_usage = c.include_usage;
         l.meta.logprobs = c.logprobs;
+        l.meta.prompt_logprobs = c.shared.controls.prompt_logprobs;
         l.id_prefix = "chatcmpl-";
         Launch(std::move(l), std::move(r));
       },
@@ -112,6 +115,10 @@ void OpenAiEndpoints::Launch(OpenAiLaunch l, http::Responder r) {
     if (i >= per_prompt) g.request.prompt_tokens = l.more_prompts[static_cast<size_t>(i / per_prompt - 1)];
     g.request.seed += static_cast<uint64_t>(i % per_prompt);
     if (per_prompt > l.n) g.request.logprobs = std::max(0, g.request.logprobs);
+    // A prompt's log-probabilities are computed once, by its first choice
+    // (the answer gives its siblings the same), unless echo needs them in
+    // every choice's logprobs.
+    if (i % per_prompt != 0 && !l.meta.echo_logprobs) g.request.prompt_logprobs = -1;
     g.policy = info.default_policy;
     std::shared_ptr<stream::Stream> s = service_->Launch(std::move(g), &err);
     if (!s) {

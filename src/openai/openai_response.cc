@@ -61,8 +61,13 @@ void ChatLogprobs(json::Writer& w, const LogprobRun& run) {
   w.EndObject();
 }
 
-// completions (legacy): {"tokens","token_logprobs","top_logprobs":[{token: logprob}],"text_offset"}
-void CompletionLogprobs(json::Writer& w, const LogprobRun& run, int64_t text_offset) {
+// The first k of an entry's alternatives (a prompt's may hold more: the
+// engine computes the larger of echo's and prompt_logprobs' counts).
+size_t TopCount(const stream::TokenLogprobs& lp, int k) { return std::min(lp.top.size(), static_cast<size_t>(std::max(k, 0))); }
+
+// completions (legacy): {"tokens","token_logprobs","top_logprobs":[{token: logprob}],"text_offset"};
+// a prompt's first token (echo) has null for its logprob and alternatives.
+void CompletionLogprobs(json::Writer& w, const LogprobRun& run, int64_t text_offset, int k) {
   w.BeginObject();
   w.Key("tokens");
   w.BeginArray();
@@ -70,15 +75,25 @@ void CompletionLogprobs(json::Writer& w, const LogprobRun& run, int64_t text_off
   w.EndArray();
   w.Key("token_logprobs");
   w.BeginArray();
-  for (const auto& lp : run) w.Double(lp->sampled.logprob);
+  for (const auto& lp : run) {
+    if (lp->none) {
+      w.Null();
+    } else {
+      w.Double(lp->sampled.logprob);
+    }
+  }
   w.EndArray();
   w.Key("top_logprobs");
   w.BeginArray();
   for (const auto& lp : run) {
+    if (lp->none) {
+      w.Null();
+      continue;
+    }
     w.BeginObject();
-    for (const stream::TokenLogprob& t : lp->top) {
-      w.Key(t.bytes);
-      w.Double(t.logprob);
+    for (size_t j = 0; j < TopCount(*lp, k); j++) {
+      w.Key(lp->top[j].bytes);
+      w.Double(lp->top[j].logprob);
     }
     w.EndObject();
   }
@@ -91,6 +106,37 @@ void CompletionLogprobs(json::Writer& w, const LogprobRun& run, int64_t text_off
   }
   w.EndArray();
   w.EndObject();
+}
+
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob","rank","decoded_token"}, ...}, ...]:
+// per prompt token after the first, the token's own entry and its k most
+// likely alternatives (the token itself once).
+void PromptLogprobsJson(json::Writer& w, const stream::PromptLogprobs& prompt, int k) {
+  auto entry = [&](const stream::TokenLogprob& t) {
+    w.Key(std::to_string(t.id));
+    w.BeginObject();
+    w.Key("logprob");
+    w.Double(t.logprob);
+    w.Key("rank");
+    w.Int(t.rank);
+    w.Key("decoded_token");
+    w.String(t.bytes);
+    w.EndObject();
+  };
+  w.BeginArray();
+  for (const stream::TokenLogprobs& lp : prompt) {
+    if (lp.none) {
+      w.Null();
+      continue;
+    }
+    w.BeginObject();
+    entry(lp.sampled);
+    for (size_t j = 0; j < TopCount(lp, k); j++) {
+      if (lp.top[j].id != lp.sampled.id) entry(lp.top[j]);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
 }
 
 int64_t RunBytes(const LogprobRun& run) {
@@ -127,10 +173,18 @@ void Choice(json::Writer& w, const CompletionMeta& m, const ChoiceJson& c, bool 
   } else if (chat) {
     ChatLogprobs(w, *c.logprobs);
   } else {
-    CompletionLogprobs(w, *c.logprobs, c.text_offset);
+    CompletionLogprobs(w, *c.logprobs, c.text_offset, m.logprobs);
   }
   w.Key("finish_reason");
   StringOrNull(w, c.finish_reason);
+  if (!chat && !chunk && m.prompt_logprobs >= 0) {
+    w.Key("prompt_logprobs");
+    if (c.prompt_logprobs == nullptr) {
+      w.Null();
+    } else {
+      PromptLogprobsJson(w, *c.prompt_logprobs, m.prompt_logprobs);
+    }
+  }
   w.EndObject();
 }
 
@@ -175,6 +229,15 @@ std::string ResponseJson(const CompletionMeta& m, const ChoiceJson* choices, siz
   } else if (m.include_usage) {
     w.Key("usage");
     w.Null();
+  }
+  if (m.api == OpenAiApi::kChat && !chunk && m.prompt_logprobs >= 0) {
+    // Chat's one prompt: the response's (vLLM's place for them).
+    w.Key("prompt_logprobs");
+    if (count == 0 || choices[0].prompt_logprobs == nullptr) {
+      w.Null();
+    } else {
+      PromptLogprobsJson(w, *choices[0].prompt_logprobs, m.prompt_logprobs);
+    }
   }
   w.EndObject();
   return out;
@@ -347,16 +410,23 @@ sse::SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std:
   if (ev.seq != 0 && ev.seq == c.last_seq) {
     c.pending = c.saved_pending;  // the same event again: its bytes were refused
     c.text_offset = c.saved_offset;
+    c.echo_pending = c.saved_echo_pending;
   } else {
     c.last_seq = ev.seq;
     c.saved_pending = c.pending;
     c.saved_offset = c.text_offset;
+    c.saved_echo_pending = c.echo_pending;
   }
   switch (ev.type) {
     case stream::EventType::kStart:
       if (meta_.api != OpenAiApi::kChat) {
-        // Completions' echo: the prompt is the choice's first chunk.
+        // Completions' echo: the prompt is the choice's first chunk (with
+        // logprobs: once the first token brings the prompt's).
         if (EchoOf(meta_, choice_).empty()) return Bytes::kNone;
+        if (meta_.echo_logprobs) {
+          c.echo_pending = true;
+          return Bytes::kNone;
+        }
         AppendChoice(out, EchoOf(meta_, choice_), "", false);
         return Bytes::kEvent;
       }
@@ -364,16 +434,21 @@ sse::SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std:
       AppendChoice(out, "", "", /*role=*/true);
       return Bytes::kEvent;
     case stream::EventType::kToken:
+    {
+      const bool echoed = c.echo_pending;
+      if (echoed) AppendEcho(out, ev);
       if (meta_.logprobs >= 0 && ev.logprobs) c.pending.push_back(ev.logprobs);
       // A token whose text is held back (part of a character or of a
       // possible stop string) has nothing to say yet.
-      if (ev.text.empty()) return Bytes::kNone;
+      if (ev.text.empty()) return echoed ? Bytes::kEvent : Bytes::kNone;
       AppendChoice(out, ev.text, "", false);
       return Bytes::kEvent;
+    }
     case stream::EventType::kDone:
     case stream::EventType::kError: {
       std::string reason;
       if (ev.type == stream::EventType::kDone && OpenAiFinishReason(ev.finish_reason, &reason)) {
+        if (c.echo_pending) AppendEcho(out, ev);  // no token came: the echo without logprobs
         // The last chunk of a choice carries its finish reason.
         AppendChoice(out, "", reason, false);
         if (!c.done) {
@@ -396,6 +471,17 @@ sse::SseFormat::Bytes OpenAiSseFormat::AppendEvent(const stream::Event& ev, std:
     }
   }
   return Bytes::kNone;
+}
+
+void OpenAiSseFormat::AppendEcho(std::string* out, const stream::Event& ev) {
+  Choice& c = choices_[static_cast<size_t>(choice_)];
+  c.echo_pending = false;
+  if (ev.prompt_logprobs) {
+    for (const stream::TokenLogprobs& lp : *ev.prompt_logprobs) {
+      c.pending.push_back(std::shared_ptr<const stream::TokenLogprobs>(ev.prompt_logprobs, &lp));
+    }
+  }
+  AppendChoice(out, EchoOf(meta_, choice_), "", false);
 }
 
 void OpenAiSseFormat::AppendEnding(const ApiError& end, std::string* out) {
@@ -427,6 +513,15 @@ stream::DeliverResult OpenAiCollector::Deliver(int choice, const stream::Event& 
       c.text = EchoOf(meta_, choice);
       break;
     case stream::EventType::kToken:
+      if (ev.prompt_logprobs) {
+        c.prompt = ev.prompt_logprobs;
+        if (meta_.echo_logprobs) {
+          // echo: the prompt's tokens lead the choice's logprobs.
+          for (const stream::TokenLogprobs& lp : *ev.prompt_logprobs) {
+            c.logprobs.push_back(std::shared_ptr<const stream::TokenLogprobs>(ev.prompt_logprobs, &lp));
+          }
+        }
+      }
       c.text += ev.text;
       if (ev.logprobs) c.logprob_sum += ev.logprobs->sampled.logprob;
       if (meta_.logprobs >= 0 && ev.logprobs) c.logprobs.push_back(ev.logprobs);
@@ -470,6 +565,9 @@ void OpenAiCollector::Answer() {
     j.text = c.text;  // with echo, the prompt's text went in first (Deliver)
     j.finish_reason = c.finish_reason;
     j.logprobs = &c.logprobs;
+    // The prompt's first choice asked for them (OpenAiEndpoints::Launch).
+    const size_t first = static_cast<size_t>(answered[i] / ChoicesPerPrompt(meta_) * ChoicesPerPrompt(meta_));
+    j.prompt_logprobs = choices_[first].prompt.get();
     out.push_back(j);
   }
   if (failed_) {

@@ -15,7 +15,9 @@
 // Log-probabilities come typed on token events (stream::TokenLogprobs) and
 // become JSON here only: completions' legacy {tokens, token_logprobs,
 // top_logprobs, text_offset}, chat's {content: [{token, logprob, bytes,
-// top_logprobs}]}. A token whose text is held back (part of a character or
+// top_logprobs}]}. A prompt's (stream::PromptLogprobs, on a choice's first
+// token event) become echo's leading entries (null for the first token) and
+// vLLM's prompt_logprobs, [null, {"<id>": {logprob, rank, decoded_token}}]. A token whose text is held back (part of a character or
 // of a possible stop string) sends no chunk; its log-probabilities wait for
 // the choice's next chunk (or its finish chunk).
 //
@@ -61,7 +63,15 @@ struct CompletionMeta {
   // Completions' echo: each prompt's text, which starts its choices' text
   // (streamed: the choice's first chunk). Empty: no echo.
   std::vector<std::string> echo;
+  // Completions' echo with logprobs: the prompt's tokens start the choice's
+  // logprobs (the first with null), from its first token event.
+  bool echo_logprobs = false;
   int logprobs = -1;     // -1: "logprobs": null; else alternatives per token (0..20)
+  // vLLM's prompt_logprobs (collected answers only): -1 absent; else the
+  // alternatives per prompt token. Completions: each choice's
+  // "prompt_logprobs"; chat: the response's. Only the first choice of each
+  // prompt asks for them; its siblings answer with the same.
+  int prompt_logprobs = -1;
 };
 
 // The log-probabilities of a run of tokens of one choice.
@@ -75,6 +85,7 @@ struct ChoiceJson {
   const LogprobRun* logprobs = nullptr;  // null with meta.logprobs >= 0: an empty run
   int64_t text_offset = 0;           // completions: bytes of the choice's tokens before this run
   bool role = false;                 // chat chunk: the first, {"role":"assistant","content":""}
+  const stream::PromptLogprobs* prompt_logprobs = nullptr;  // with meta.prompt_logprobs >= 0
 };
 
 struct UsageJson {
@@ -146,6 +157,7 @@ class OpenAiSseFormat : public sse::SseFormat {
   struct Choice {
     LogprobRun pending;       // tokens whose text is held back
     int64_t text_offset = 0;  // bytes of the tokens already written
+    bool echo_pending = false;  // echo_logprobs: the echo waits for the prompt's logprobs
     bool done = false;
     // The state before the last event, restored when the hub offers that
     // event again (its bytes were refused: kNoRoom), so a retry writes the
@@ -153,7 +165,11 @@ class OpenAiSseFormat : public sse::SseFormat {
     uint64_t last_seq = 0;
     LogprobRun saved_pending;
     int64_t saved_offset = 0;
+    bool saved_echo_pending = false;
   };
+  // echo_logprobs: the echo chunk (the prompt's text and, when the event
+  // has them, its tokens' logprobs).
+  void AppendEcho(std::string* out, const stream::Event& ev);
   void AppendChoice(std::string* out, std::string_view text, std::string_view finish_reason, bool role);
 
   CompletionMeta meta_;
@@ -184,6 +200,7 @@ class OpenAiCollector {
   struct Choice {
     std::string text;
     LogprobRun logprobs;
+    std::shared_ptr<const stream::PromptLogprobs> prompt;  // from the first token event, when asked
     std::string finish_reason;  // OpenAI's, from the done event
     double logprob_sum = 0;     // of its tokens (best_of ranks by it)
   };

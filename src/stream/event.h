@@ -14,7 +14,9 @@
 // const). `wire` is mutable and touched by the I/O thread only.
 // Memory: the fixed fields, the token's text (a few bytes), an error's
 // message, a token's log-probabilities when its request asked (at most 21
-// entries of a few bytes), and at most kWireFormats encodings of the event.
+// entries of a few bytes), on a first token the prompt's when asked (at most
+// 21 entries per prompt token), and at most kWireFormats encodings of the
+// event.
 #pragma once
 
 #include <cstdint>
@@ -46,13 +48,21 @@ struct TokenLogprob {
   int32_t id = 0;
   double logprob = 0.0;
   std::string bytes;
+  int32_t rank = 0;  // 1 + ids more likely (vLLM's rank); 0: not computed
 };
 // A token event's log-probabilities (engine::SampledToken's semantics): the
 // sampled token's and the most likely alternatives, most likely first.
 struct TokenLogprobs {
   TokenLogprob sampled;
   std::vector<TokenLogprob> top;  // 0..20 entries, as many as asked
+  // A prompt's first token: nothing precedes it, so it has no
+  // log-probability (JSON null); `sampled` holds its id and bytes only.
+  bool none = false;
 };
+// A prompt's tokens' log-probabilities, one entry per prompt token, the
+// first with `none` (backend::GenerationRequest::prompt_logprobs): those of
+// the raw model at temperature 1, with ranks.
+using PromptLogprobs = std::vector<TokenLogprobs>;
 
 struct Event {
   uint64_t seq = 0;  // set by Stream::Append: 1, 2, 3, … within a stream
@@ -66,6 +76,9 @@ struct Event {
   std::string text;               // token: the UTF-8 delta ("" while text is held back)
   std::shared_ptr<const ApiError> error;  // error events: type, message, retryable
   std::shared_ptr<const TokenLogprobs> logprobs;  // token: set only when the request asked
+  // The first token event (index 0) of a request that asked for its
+  // prompt's log-probabilities; null otherwise.
+  std::shared_ptr<const PromptLogprobs> prompt_logprobs;
 
   // I/O thread only: the event's bytes in each Wire format ("" = not yet).
   mutable std::string wire[kWireFormats];

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -394,6 +395,108 @@ TEST(Engine, RepetitionPenaltyChangesAGreedyRunThatRepeats) {
   r.frequency_penalty = 2.0f;
   r.presence_penalty = 2.0f;
   EXPECT_NE(Solo(r).tokens, solo.tokens);
+}
+
+// The first token event of a finished stream.
+stream::EventPtr FirstToken(const stream::Stream& s) {
+  std::vector<stream::EventPtr> evs;
+  EXPECT_TRUE(s.ReadFrom(1, 1 << 20, &evs));
+  for (auto& e : evs) {
+    if (e->type == stream::EventType::kToken) return e;
+  }
+  return nullptr;
+}
+
+// Prompt log-probabilities: the first token event carries one entry per
+// prompt token, the first with none; every later entry's alternatives are
+// bitwise those a request of the prompt cut before that token reports for
+// its own first token (at temperature 1: a greedy row's); asking changes
+// no token; a prompt whose blocks are cached is computed whole (no prefix
+// hits), and the result is the same when it runs among other requests.
+TEST(Engine, PromptLogprobsComeWithTheFirstTokenAndReadNoCachedPrefix) {
+  backend::GenerationRequest r;
+  std::mt19937 g(5150);
+  for (int k = 0; k < 40; k++) r.prompt_tokens.push_back(static_cast<int32_t>(g() % 50000));
+  r.max_new_tokens = 4;
+  EngineOptions o;
+  o.max_batch = 8;
+  o.threads = 2;
+  auto e = MakeEngine(o);
+  auto run = [&](const backend::GenerationRequest& req, const std::string& id) {
+    auto s = NewStream(id);
+    EXPECT_TRUE(e->Submit(s, req, nullptr));
+    Outcome out = WaitAndRead(*s);
+    return std::make_pair(out, FirstToken(*s));
+  };
+  const auto [plain, plain_first] = run(r, "plain");
+  ASSERT_EQ(plain.finish_reason, "length");
+  EXPECT_EQ(plain_first->prompt_logprobs, nullptr);
+  const uint64_t hits = e->stats().prefix_cache_hits;
+  backend::GenerationRequest asks = r;
+  asks.prompt_logprobs = 3;
+  const auto [with, first] = run(asks, "asks");
+  EXPECT_EQ(with.tokens, plain.tokens);
+  EXPECT_EQ(e->stats().prefix_cache_hits, hits) << "a cached prefix was read";
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(first->prompt_logprobs, nullptr);
+  const stream::PromptLogprobs& lp = *first->prompt_logprobs;
+  ASSERT_EQ(lp.size(), r.prompt_tokens.size());
+  EXPECT_TRUE(lp[0].none);
+  for (size_t j = 0; j < lp.size(); j++) {
+    EXPECT_EQ(lp[j].sampled.id, r.prompt_tokens[j]) << j;
+    EXPECT_EQ(lp[j].none, j == 0) << j;
+    if (j == 0) continue;
+    EXPECT_GE(lp[j].sampled.rank, 1) << j;
+    ASSERT_EQ(lp[j].top.size(), 3u) << j;
+    for (size_t t = 0; t < 3; t++) EXPECT_EQ(lp[j].top[t].rank, static_cast<int32_t>(t + 1));
+    EXPECT_LE(lp[j].sampled.logprob, lp[j].top[0].logprob) << j;
+  }
+  for (size_t cut : {1u, 7u, 16u, 17u, 39u}) {
+    backend::GenerationRequest c;
+    c.prompt_tokens.assign(r.prompt_tokens.begin(), r.prompt_tokens.begin() + static_cast<long>(cut));
+    c.max_new_tokens = 1;
+    c.logprobs = 3;
+    const auto [cut_out, cut_first] = run(c, "cut" + std::to_string(cut));
+    ASSERT_NE(cut_first, nullptr);
+    ASSERT_NE(cut_first->logprobs, nullptr);
+    const std::vector<stream::TokenLogprob>& want = cut_first->logprobs->top;
+    ASSERT_EQ(want.size(), 3u);
+    for (size_t t = 0; t < 3; t++) {
+      EXPECT_EQ(lp[cut].top[t].id, want[t].id) << "cut " << cut;
+      EXPECT_EQ(std::memcmp(&lp[cut].top[t].logprob, &want[t].logprob, sizeof(double)), 0) << "cut " << cut;
+    }
+  }
+  // Among others: submitted together with three plain requests.
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  for (int i = 0; i < 4; i++) {
+    streams.push_back(NewStream("mix" + std::to_string(i)));
+    backend::GenerationRequest other = MakeRequest(i, true);
+    other.max_new_tokens = 4;
+    ASSERT_TRUE(e->Submit(streams.back(), i == 2 ? asks : other, nullptr));
+  }
+  for (auto& s : streams) WaitAndRead(*s);
+  stream::EventPtr mixed = FirstToken(*streams[2]);
+  EXPECT_EQ(Read(*streams[2]).tokens, plain.tokens);
+  ASSERT_NE(mixed->prompt_logprobs, nullptr);
+  ASSERT_EQ(mixed->prompt_logprobs->size(), lp.size());
+  for (size_t j = 1; j < lp.size(); j++) {
+    const stream::TokenLogprobs& a = (*mixed->prompt_logprobs)[j];
+    EXPECT_EQ(std::memcmp(&a.sampled.logprob, &lp[j].sampled.logprob, sizeof(double)), 0) << j;
+    EXPECT_EQ(a.sampled.rank, lp[j].sampled.rank) << j;
+  }
+  e->Shutdown();
+  ExpectClean(*e);
+}
+
+// prompt_logprobs above 20 alternatives is refused at Submit.
+TEST(Engine, PromptLogprobsAreBounded) {
+  auto e = MakeEngine(EngineOptions());
+  backend::GenerationRequest r = MakeRequest(0, false);
+  r.prompt_logprobs = engine::kMaxTopLogprobs + 1;
+  ApiError err;
+  EXPECT_FALSE(e->Submit(NewStream("x"), r, &err));
+  EXPECT_NE(err.message.find("prompt_logprobs"), std::string::npos) << err.message;
+  e->Shutdown();
 }
 
 TEST(Engine, CancelWaitingRequestNeverReachesTheModel) {

@@ -17,7 +17,9 @@
 //   ranges (docs/openai.md): logit_bias ids in the vocabulary, distinct, at
 //   most max_logit_bias, biases in [-100, 100]; stop_token_ids in the
 //   vocabulary, at most max_stop_token_ids; min_tokens in [0, max_new_tokens];
-//   min_p in [0, 1]; penalties in range; a temperature 0 or >= 1e-5.
+//   min_p in [0, 1]; penalties in range; a temperature 0 or >= 1e-5;
+//   prompt_logprobs in [-1, 20], never with stream (echo aside), never from
+//   our own API.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -71,6 +73,7 @@ void CheckControls(const tw::backend::GenerationRequest& r, const tw::service::R
   if (!(r.repetition_penalty > 0.0f && r.repetition_penalty <= 10.0f)) Fail(w + ": repetition_penalty outside (0, 10]");
   if (!(r.temperature == 0.0f || r.temperature >= 1e-5f)) Fail(w + ": a temperature in (0, 1e-5) not made greedy");
   if (r.top_k < 0) Fail(w + ": a negative top_k");
+  if (r.prompt_logprobs < -1 || r.prompt_logprobs > 20) Fail(w + ": prompt_logprobs outside [-1, 20]");
 }
 
 }  // namespace
@@ -108,6 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!found) Fail("chat: the template's stop string is missing");
     }
     if (chat.shared.n < 1 || chat.shared.n > kMaxChoices || chat.logprobs > kMaxLogprobs) Fail("chat: n or logprobs out of bounds");
+    if (chat.shared.stream && cg.prompt_logprobs >= 0) Fail("chat: prompt_logprobs accepted with stream");
   }
 
   ParsedGeneration g;
@@ -116,6 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckRefusal(e, size, "generation");
   } else {
     CheckControls(g.request, bounds, "generation");
+    if (g.request.prompt_logprobs != -1) Fail("generation: our own API set prompt_logprobs");
   }
 
   CompletionRequest c;
@@ -134,5 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (t.max_new_tokens < 1 || t.max_new_tokens > bounds.max_new_tokens) {
     Fail("max_new_tokens outside the bound: " + std::to_string(t.max_new_tokens));
   }
+  if (c.stream && c.controls.prompt_logprobs >= 0) Fail("completions: prompt_logprobs accepted with stream");
+  if (c.echo && c.logprobs >= 0 && t.prompt_logprobs < c.logprobs) Fail("completions: echo with logprobs asks too few");
   return 0;
 }

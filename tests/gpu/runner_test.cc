@@ -49,6 +49,7 @@ namespace {
 struct Golden {
   std::vector<int32_t> prompt;
   std::vector<float> last_logits;  // (V) the last prompt position
+  std::vector<float> prompt_logits;  // (T, V) every prompt position
   std::vector<int32_t> greedy;     // (40)
   std::vector<std::vector<std::pair<int32_t, double>>> top5;
 };
@@ -74,6 +75,8 @@ std::vector<Golden> LoadGolden(int V) {
     EXPECT_EQ(raw.size(), g.prompt.size() * V * sizeof(float));
     g.last_logits.resize(V);
     std::memcpy(g.last_logits.data(), raw.data() + (g.prompt.size() - 1) * V * sizeof(float), V * sizeof(float));
+    g.prompt_logits.resize(g.prompt.size() * V);
+    std::memcpy(g.prompt_logits.data(), raw.data(), raw.size());
     for (const json::Value& t : c.Find("greedy_tokens")->items()) g.greedy.push_back(static_cast<int32_t>(t.as_int()));
     for (const json::Value& step : c.Find("greedy_steps_top5")->items()) {
       std::vector<std::pair<int32_t, double>> top;
@@ -171,6 +174,64 @@ TEST(CudaRunner, LogprobsOfTheRowsThatAskEqualTheCpuCodeOnTheSameLogits) {
     golden.id = out[c].id;
     model::ComputeLogprobs(cases[c].last_logits.data(), V, views[c].sampling.temperature, 0, &golden);
     EXPECT_NEAR(out[c].logprob, golden.logprob, 3e-4 / 0.8) << c;
+  }
+}
+
+// A prompt's log-probabilities (SeqView::prompt_logprobs): the head over
+// every prompt row on the device, ComputeLogprobs on the host. At every
+// position of every golden prompt the next prompt token's log-probability
+// and the top 5 equal log softmax of the golden float64 logits within 5e-4
+// (twice the 3xTF32 logit tolerance), the rank within the ids that close;
+// a runner that chunks the prompt in 5-token passes and computes 3 rows of
+// logits at a time gives the same bits; the drawn token is unchanged.
+TEST(CudaRunner, PromptLogprobsEqualTheFloat64ReferenceHoweverChunked) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  std::vector<Golden> cases = LoadGolden(V);
+  std::unique_ptr<engine::ModelRunner> wide, narrow;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), cuda::CudaRunnerOptions{}, &wide));
+  engine::RunnerLimits small = Limits(3, 64);
+  small.max_prefill_tokens = 5;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, small, cuda::CudaRunnerOptions{}, &narrow));
+  constexpr double tol = 5e-4;
+  for (size_t c = 0; c < cases.size(); c++) {
+    Seq seq;
+    seq.prompt = cases[c].prompt;
+    for (int b = 0; b < 4; b++) seq.table.push_back(static_cast<int32_t>(b));
+    const size_t T = seq.prompt.size();
+    std::vector<engine::SampledToken> a(T - 1), b(T - 1);
+    engine::SeqView v = seq.Prefill();
+    engine::SampledToken plain, out_a, out_b;
+    TW_ASSERT_OK(wide->Prefill(&v, 1, &plain));
+    v.prompt_logprobs = 5;
+    v.prompt_out = a.data();
+    TW_ASSERT_OK(wide->Prefill(&v, 1, &out_a));
+    v.prompt_out = b.data();
+    TW_ASSERT_OK(narrow->Prefill(&v, 1, &out_b));
+    EXPECT_EQ(out_a.id, plain.id) << c;
+    EXPECT_EQ(out_b.id, plain.id) << c;
+    for (size_t j = 0; j + 1 < T; j++) {
+      const std::string where = "case " + std::to_string(c) + " position " + std::to_string(j);
+      engine::SampledToken ref;
+      ref.id = seq.prompt[j + 1];
+      model::ComputeLogprobs(cases[c].prompt_logits.data() + j * V, V, 1.0f, 5, &ref);
+      ASSERT_EQ(a[j].id, ref.id) << where;
+      EXPECT_NEAR(a[j].logprob, ref.logprob, tol) << where;
+      ASSERT_EQ(a[j].top_count, 5) << where;
+      for (int t = 0; t < 5; t++) EXPECT_NEAR(a[j].top_logprobs[t], ref.top_logprobs[t], tol) << where << " top " << t;
+      const float* g = cases[c].prompt_logits.data() + j * V;
+      int far = 0, near = 0;
+      for (int i = 0; i < V; i++) {
+        far += g[i] > g[ref.id] + 4.5e-4f;  // two logits, each within 2e-4 (3xTF32)
+        near += g[i] > g[ref.id] - 4.5e-4f && i != ref.id;
+      }
+      EXPECT_GE(a[j].rank, far + 1) << where;
+      EXPECT_LE(a[j].rank, near + 1) << where;
+      EXPECT_EQ(std::memcmp(&a[j].logprob, &b[j].logprob, sizeof(double)), 0) << where;
+      EXPECT_EQ(a[j].rank, b[j].rank) << where;
+      for (int t = 0; t < 5; t++) EXPECT_EQ(a[j].top_ids[t], b[j].top_ids[t]) << where << " top " << t;
+    }
   }
 }
 

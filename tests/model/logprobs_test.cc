@@ -6,7 +6,10 @@
 // implementation), within 3e-4 / T (the logits agree within 1e-4, and a
 // log-probability moves by at most twice a logit's error divided by T); and
 // ComputeLogprobs on chosen logits (ties, NaN, -inf, k = 0 and 20, greedy)
-// equals a brute-force double computation.
+// equals a brute-force double computation. The prompt's log-probabilities
+// (SeqView::prompt_logprobs) at every position of every golden prompt
+// against the same reference, independent of chunking, and equal to the
+// next-token log-probabilities of the prompt cut there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,6 +104,21 @@ TEST(ComputeLogprobs, EqualsBruteForceWithTiesNanAndInfinities) {
   EXPECT_EQ(out.logprob, engine::kMinLogprob);
 }
 
+// The rank counts the ids strictly more likely (vLLM's): ties share a
+// rank, NaN logits are never above, a NaN chosen logit counts as -inf.
+TEST(ComputeLogprobs, RankCountsTheStrictlyMoreLikelyIds) {
+  const float logits[6] = {1.0f, 3.0f, 3.0f, 2.0f, NAN, -INFINITY};
+  const int32_t want[6] = {4, 1, 1, 3, 5, 5};
+  for (int32_t id = 0; id < 6; id++) {
+    for (float T : {0.0f, 0.5f, 2.0f}) {
+      engine::SampledToken o;
+      o.id = id;
+      ComputeLogprobs(logits, 6, T, 2, &o);
+      EXPECT_EQ(o.rank, want[id]) << "id " << id << " T " << T;
+    }
+  }
+}
+
 TEST(ComputeLogprobs, TemperatureScalesTheDistributionAndGreedyReportsTemperatureOne) {
   const float logits[4] = {2.0f, 1.0f, 0.0f, -1.0f};
   engine::SampledToken hot, one, greedy;
@@ -121,7 +139,8 @@ class GoldenLogprobsTest : public ::testing::Test {
  protected:
   struct Case {
     std::vector<int32_t> prompt;
-    std::vector<float> last_logits;  // (V) the golden logits after the prompt
+    std::vector<float> last_logits;    // (V) the golden logits after the prompt
+    std::vector<float> prompt_logits;  // (T, V) the golden logits at every prompt position
   };
   static void SetUpTestSuite() {
     std::unique_ptr<Gpt2Model> m;
@@ -144,6 +163,8 @@ class GoldenLogprobsTest : public ::testing::Test {
       ASSERT_EQ(raw.size(), g.prompt.size() * V * sizeof(float));
       g.last_logits.resize(V);
       std::memcpy(g.last_logits.data(), raw.data() + (g.prompt.size() - 1) * V * sizeof(float), V * sizeof(float));
+      g.prompt_logits.resize(g.prompt.size() * V);
+      std::memcpy(g.prompt_logits.data(), raw.data(), raw.size());
       cases_->push_back(std::move(g));
     }
     ASSERT_EQ(cases_->size(), 4u);
@@ -213,6 +234,155 @@ TEST_F(GoldenLogprobsTest, RunnerLogprobsEqualTheFloat64Reference) {
       }
     }
   }
+}
+
+// A runner over the golden model.
+std::unique_ptr<CpuRunner> GoldenRunner(std::shared_ptr<const Gpt2Model> model, int max_batch, int max_prefill) {
+  engine::RunnerLimits limits;
+  limits.max_batch = max_batch;
+  limits.num_kv_blocks = 64;
+  limits.block_size_tokens = 16;
+  limits.max_prefill_tokens = max_prefill;
+  limits.threads = 2;
+  std::unique_ptr<CpuRunner> runner;
+  Status s = CpuRunner::Create(std::move(model), limits, &runner);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return runner;
+}
+
+// One sequence's prefill of `prompt` into blocks 0..3 (the runner's cache is
+// simply overwritten by the next call), at T = 1 with `logprobs`; with
+// prompt_k >= 0 its prompt's log-probabilities go to *prompt_out.
+Status PrefillOne(CpuRunner* runner, const std::vector<int32_t>& prompt, int logprobs, int prompt_k,
+                  std::vector<engine::SampledToken>* prompt_out, engine::SampledToken* out) {
+  static const int32_t kTable[4] = {0, 1, 2, 3};
+  engine::SeqView v;
+  v.block_table = kTable;
+  v.num_blocks = 4;
+  v.tokens = prompt.data();
+  v.n = static_cast<int>(prompt.size());
+  v.sampling.temperature = 1.0f;
+  v.sampling.seed = 99;
+  v.sampling.logprobs = logprobs;
+  if (prompt_k >= 0) {
+    prompt_out->assign(prompt.size() - 1, engine::SampledToken());
+    v.prompt_logprobs = prompt_k;
+    v.prompt_out = prompt_out->data();
+  }
+  return runner->Prefill(&v, 1, out);
+}
+
+bool SameEntry(const engine::SampledToken& a, const engine::SampledToken& b) {
+  if (a.id != b.id || a.rank != b.rank || a.top_count != b.top_count) return false;
+  if (std::memcmp(&a.logprob, &b.logprob, sizeof(double)) != 0) return false;
+  for (int j = 0; j < a.top_count; j++) {
+    if (a.top_ids[j] != b.top_ids[j]) return false;
+    if (std::memcmp(&a.top_logprobs[j], &b.top_logprobs[j], sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+// Prompt log-probabilities (SeqView::prompt_logprobs): at every position of
+// every golden prompt, the next prompt token's log-probability, its rank and
+// the top 20 equal log softmax of the golden float64 logits within 3e-4 (the
+// rank within the ids whose reference lies that close); asking for them
+// does not change the drawn token.
+TEST_F(GoldenLogprobsTest, PromptLogprobsEqualTheFloat64Reference) {
+  const int V = model_->config().vocab_size;
+  constexpr double tol = 3e-4;
+  std::unique_ptr<CpuRunner> runner = GoldenRunner(model_, 4, 64);
+  ASSERT_TRUE(runner);
+  for (size_t c = 0; c < cases_->size(); c++) {
+    const Case& g = (*cases_)[c];
+    std::vector<engine::SampledToken> prompt;
+    engine::SampledToken out, plain;
+    ASSERT_TRUE(PrefillOne(runner.get(), g.prompt, -1, 20, &prompt, &out).ok());
+    ASSERT_TRUE(PrefillOne(runner.get(), g.prompt, -1, -1, nullptr, &plain).ok());
+    EXPECT_EQ(out.id, plain.id) << "case " << c << ": asking for the prompt's changed the draw";
+    ASSERT_EQ(prompt.size(), g.prompt.size() - 1);
+    for (size_t j = 0; j + 1 < g.prompt.size(); j++) {
+      const std::string where = "case " + std::to_string(c) + " position " + std::to_string(j);
+      const std::vector<double> ref = RefLogSoftmax(g.prompt_logits.data() + j * V, V, 1.0);
+      const std::vector<int32_t> order = RefOrder(ref);
+      const engine::SampledToken& o = prompt[j];
+      const int32_t id = g.prompt[j + 1];
+      ASSERT_EQ(o.id, id) << where;
+      ASSERT_TRUE(o.has_logprobs) << where;
+      EXPECT_NEAR(o.logprob, ref[id], tol) << where;
+      int above_far = 0, above_near = 0;  // ids surely above, and those possibly above
+      for (int i = 0; i < V; i++) {
+        above_far += ref[i] > ref[id] + tol;
+        above_near += ref[i] > ref[id] - tol && i != id;
+      }
+      EXPECT_GE(o.rank, above_far + 1) << where;
+      EXPECT_LE(o.rank, above_near + 1) << where;
+      ASSERT_EQ(o.top_count, 20) << where;
+      for (int t = 0; t < 20; t++) {
+        EXPECT_NEAR(o.top_logprobs[t], ref[o.top_ids[t]], tol) << where << " top " << t;
+        EXPECT_NEAR(o.top_logprobs[t], ref[order[t]], tol) << where << " top " << t;
+      }
+    }
+  }
+}
+
+// The prompt's entries are bitwise the same however the prompt is chunked
+// and however many rows of logits the runner computes at once, and each
+// equals the log-probabilities a prefill of the prompt cut before that
+// token reports for its own next token (the same logits, the same code).
+TEST_F(GoldenLogprobsTest, PromptLogprobsDoNotDependOnChunkingAndEqualTheNextTokensOfCutPrompts) {
+  std::unique_ptr<CpuRunner> wide = GoldenRunner(model_, 4, 64);
+  std::unique_ptr<CpuRunner> narrow = GoldenRunner(model_, 3, 5);
+  ASSERT_TRUE(wide && narrow);
+  const Case& g = (*cases_)[2];
+  std::vector<engine::SampledToken> a, b;
+  engine::SampledToken out_a, out_b;
+  ASSERT_TRUE(PrefillOne(wide.get(), g.prompt, -1, 7, &a, &out_a).ok());
+  ASSERT_TRUE(PrefillOne(narrow.get(), g.prompt, -1, 7, &b, &out_b).ok());
+  EXPECT_EQ(out_a.id, out_b.id);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t j = 0; j < a.size(); j++) EXPECT_TRUE(SameEntry(a[j], b[j])) << "position " << j;
+  for (size_t cut = 1; cut < g.prompt.size(); cut += 3) {
+    const std::vector<int32_t> head(g.prompt.begin(), g.prompt.begin() + static_cast<long>(cut));
+    engine::SampledToken next;
+    ASSERT_TRUE(PrefillOne(wide.get(), head, 7, -1, nullptr, &next).ok());
+    ASSERT_EQ(next.top_count, a[cut - 1].top_count) << "cut " << cut;
+    for (int t = 0; t < next.top_count; t++) {
+      EXPECT_EQ(next.top_ids[t], a[cut - 1].top_ids[t]) << "cut " << cut << " top " << t;
+      EXPECT_EQ(std::memcmp(&next.top_logprobs[t], &a[cut - 1].top_logprobs[t], sizeof(double)), 0)
+          << "cut " << cut << " top " << t;
+    }
+  }
+}
+
+// A row asking for its prompt's log-probabilities comes alone, with its
+// output, and asks for at most 20 alternatives; anything else is refused
+// before the cache is touched.
+TEST_F(GoldenLogprobsTest, PromptLogprobsRowsAreChecked) {
+  std::unique_ptr<CpuRunner> runner = GoldenRunner(model_, 4, 64);
+  ASSERT_TRUE(runner);
+  const std::vector<int32_t>& p = (*cases_)[0].prompt;
+  std::vector<engine::SampledToken> entries(p.size() - 1);
+  const int32_t t0[4] = {0, 1, 2, 3}, t1[4] = {4, 5, 6, 7};
+  engine::SeqView v[2];
+  for (int i = 0; i < 2; i++) {
+    v[i].block_table = i == 0 ? t0 : t1;
+    v[i].num_blocks = 4;
+    v[i].tokens = p.data();
+    v[i].n = static_cast<int>(p.size());
+  }
+  v[0].prompt_logprobs = 2;
+  v[0].prompt_out = entries.data();
+  engine::SampledToken out[2];
+  EXPECT_FALSE(runner->Prefill(v, 2, out).ok());  // not alone
+  v[0].prompt_out = nullptr;
+  EXPECT_FALSE(runner->Prefill(v, 1, out).ok());  // no output
+  v[0].prompt_out = entries.data();
+  v[0].prompt_logprobs = 21;
+  EXPECT_FALSE(runner->Prefill(v, 1, out).ok());  // too many alternatives
+  v[0].prompt_logprobs = 0;
+  ASSERT_TRUE(runner->Prefill(v, 1, out).ok());
+  EXPECT_EQ(entries[0].top_count, 0);
+  EXPECT_TRUE(entries[0].has_logprobs);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "app/app_fixture.h"
 #include "client/sse_client.h"
 #include "sse/parser.h"
+#include "support/chunking.h"
 #include "support/request_test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -555,6 +556,113 @@ TEST(Chat, EchoStartsEachChoiceWithItsPrompt) {
   }
   // Usage is that of the request without echo: the echoed text is not generated.
   EXPECT_EQ(json::Serialize(*echoed.Find("usage")), json::Serialize(*plain.Find("usage")));
+}
+
+// The prompt's log-probabilities on the CPU backend (the golden tiny
+// model: real distributions). echo with logprobs: the prompt's tokens lead
+// the logprobs, the first with null, then exactly the completion's entries
+// of the same request without echo, offsets contiguous from 0; streamed,
+// the first chunk is the prompt with its entries and the rest equal the
+// collected answer. vLLM's prompt_logprobs: null, then per prompt token a
+// dict of the token itself (its logprob equal to echo's, its rank) and the
+// most likely alternatives, on every choice of a prompt; chat's at the
+// response's top; refused when streamed.
+TEST(Chat, EchoWithLogprobsAndPromptLogprobsFromTheCpuBackend) {
+  AppServer srv({"--backend", "cpu", "--model", testing::DataPath("golden/tiny-gpt2"), "--threads", "1",
+                 "--max-batch", "4"});
+  const std::string body = R"({"model":"tiny-gpt2","prompt":"Hello there world","max_tokens":3,"temperature":0,"logprobs":2)";
+  json::Value plain = ParseJson(srv.Call("POST", "/v1/completions", body + "}").body);
+  json::Value echoed = ParseJson(srv.Call("POST", "/v1/completions", body + R"(,"echo":true})").body);
+  ASSERT_NE(echoed.Find("choices"), nullptr) << json::Serialize(echoed);
+  const json::Value& pl = *plain.Find("choices")->items()[0].Find("logprobs");
+  const json::Value& el = *echoed.Find("choices")->items()[0].Find("logprobs");
+  const std::vector<std::string> prompt = {"Hello", " there", " world"};  // 3 tokens
+  ASSERT_EQ(el.Find("tokens")->items().size(), prompt.size() + 3) << json::Serialize(el);
+  for (size_t i = 0; i < prompt.size(); i++) EXPECT_EQ(el.Find("tokens")->items()[i].as_string(), prompt[i]);
+  EXPECT_TRUE(el.Find("token_logprobs")->items()[0].is_null());
+  EXPECT_TRUE(el.Find("top_logprobs")->items()[0].is_null());
+  for (size_t i = 1; i < prompt.size(); i++) {
+    EXPECT_LT(el.Find("token_logprobs")->items()[i].as_double(), 0.0);
+    EXPECT_EQ(el.Find("top_logprobs")->items()[i].members().size(), 2u) << i;
+  }
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs"}) {
+    for (size_t i = 0; i < 3; i++) {
+      EXPECT_EQ(json::Serialize(el.Find(key)->items()[prompt.size() + i]), json::Serialize(pl.Find(key)->items()[i]))
+          << key << " " << i;
+    }
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < el.Find("tokens")->items().size(); i++) {
+    EXPECT_EQ(el.Find("text_offset")->items()[i].as_int(), offset) << i;
+    offset += static_cast<int64_t>(el.Find("tokens")->items()[i].as_string().size());
+  }
+  EXPECT_EQ(echoed.Find("choices")->items()[0].Find("text")->as_string(),
+            "Hello there world" + plain.Find("choices")->items()[0].Find("text")->as_string());
+
+  // Streamed: the same entries, the prompt's in the first chunk.
+  int status = 0;
+  std::vector<sse::Event> evs = PostEvents(srv, "/v1/completions", body + R"(,"echo":true,"stream":true})", &status);
+  ASSERT_EQ(status, 200);
+  Choices st = ReadChoices(evs, false);
+  ASSERT_FALSE(st.logprobs[0].empty());
+  EXPECT_EQ(st.logprobs[0][0].Find("tokens")->items().size(), prompt.size());
+  json::Value first = ParseJson(evs[0].data);
+  EXPECT_EQ(first.Find("choices")->items()[0].Find("text")->as_string(), "Hello there world");
+  std::vector<std::string> streamed;
+  for (const json::Value& chunk : st.logprobs[0]) {
+    for (size_t i = 0; i < chunk.Find("tokens")->items().size(); i++) {
+      streamed.push_back(json::Serialize(chunk.Find("token_logprobs")->items()[i]) + " " +
+                         json::Serialize(chunk.Find("text_offset")->items()[i]));
+    }
+  }
+  std::vector<std::string> collected;
+  for (size_t i = 0; i < el.Find("tokens")->items().size(); i++) {
+    collected.push_back(json::Serialize(el.Find("token_logprobs")->items()[i]) + " " +
+                        json::Serialize(el.Find("text_offset")->items()[i]));
+  }
+  EXPECT_EQ(streamed, collected);
+
+  // vLLM's prompt_logprobs, on both choices of n = 2.
+  json::Value pv = ParseJson(srv.Call("POST", "/v1/completions",
+                                      R"({"model":"tiny-gpt2","prompt":"Hello there world","max_tokens":2,"n":2,)"
+                                      R"("seed":1,"prompt_logprobs":2})").body);
+  ASSERT_NE(pv.Find("choices"), nullptr) << json::Serialize(pv);
+  ASSERT_EQ(pv.Find("choices")->items().size(), 2u);
+  const json::Value& p0 = *pv.Find("choices")->items()[0].Find("prompt_logprobs");
+  EXPECT_EQ(json::Serialize(p0), json::Serialize(*pv.Find("choices")->items()[1].Find("prompt_logprobs")));
+  ASSERT_EQ(p0.items().size(), prompt.size());
+  EXPECT_TRUE(p0.items()[0].is_null());
+  for (size_t i = 1; i < prompt.size(); i++) {
+    const json::Value& d = p0.items()[i];
+    ASSERT_TRUE(d.is_object()) << json::Serialize(d);
+    EXPECT_GE(d.members().size(), 2u);
+    EXPECT_LE(d.members().size(), 3u);
+    // The token's own entry comes first, with echo's logprob.
+    const json::Value& own = d.members()[0].second;
+    EXPECT_EQ(own.Find("decoded_token")->as_string(), prompt[i]);
+    EXPECT_EQ(json::Serialize(*own.Find("logprob")), json::Serialize(el.Find("token_logprobs")->items()[i]));
+    EXPECT_GE(own.Find("rank")->as_int(), 1);
+    int64_t rank = 0;
+    for (size_t m = 1; m < d.members().size(); m++) {
+      EXPECT_GT(d.members()[m].second.Find("rank")->as_int(), rank);
+      rank = d.members()[m].second.Find("rank")->as_int();
+    }
+  }
+  EXPECT_EQ(pv.Find("choices")->items()[0].Find("logprobs")->is_null(), true);
+
+  // Chat: the response's, one entry per prompt token.
+  json::Value cv = ParseJson(srv.Call("POST", "/v1/chat/completions",
+                                      R"({"model":"tiny-gpt2","messages":[{"role":"user","content":"Hi"}],)"
+                                      R"("max_tokens":1,"prompt_logprobs":0})").body);
+  ASSERT_NE(cv.Find("prompt_logprobs"), nullptr) << json::Serialize(cv);
+  EXPECT_EQ(cv.Find("prompt_logprobs")->items().size(),
+            static_cast<size_t>(cv.Find("usage")->Find("prompt_tokens")->as_int()));
+  EXPECT_EQ(cv.Find("choices")->items()[0].Find("prompt_logprobs"), nullptr);
+  client::Response refused = srv.Call("POST", "/v1/chat/completions",
+                                      R"({"model":"tiny-gpt2","messages":[{"role":"user","content":"Hi"}],)"
+                                      R"("prompt_logprobs":0,"stream":true})");
+  EXPECT_EQ(refused.head.status, 400);
+  EXPECT_NE(refused.body.find(R"("param":"prompt_logprobs")"), std::string::npos) << refused.body;
 }
 
 // best_of: best_of candidates per prompt, the n most likely answered (the

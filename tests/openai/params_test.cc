@@ -143,6 +143,12 @@ TEST(OpenAiParams, ARangeOrTypeRefusalNamesTheFieldTheValueAndTheRange) {
       {R"(,"n":17)", "n",
        "n: 17 is out of range; expected an integer in [1, 16] (choices per request on this server)"},
       {R"(,"n":1.5)", "n", "n: expected an integer in [1, 16], got the number 1.5"},
+      {R"(,"prompt_logprobs":21)", "prompt_logprobs",
+       "prompt_logprobs: 21 is out of range; expected an integer in [0, 20] (alternatives per prompt token)"},
+      {R"(,"prompt_logprobs":true)", "prompt_logprobs",
+       "prompt_logprobs: expected an integer in [0, 20], got the boolean true"},
+      {R"(,"stream":true,"prompt_logprobs":0)", "prompt_logprobs",
+       "prompt_logprobs: the prompt's log-probabilities are not available when stream is true; send stream false"},
       {R"(,"seed":-1)", "seed", "seed: -1 is out of range; expected an integer in [0, 9223372036854775807]"},
       {R"(,"seed":"7")", "seed", R"(seed: expected an integer in [0, 9223372036854775807], got the string "7")"},
       {R"(,"stream":"yes")", "stream", R"(stream: expected a boolean, got the string "yes")"},
@@ -285,8 +291,6 @@ TEST(OpenAiParams, KnownUnsupportedFieldsAreRefusedNamingThemAndWhy) {
             {R"(,"response_format":{"type":"text","extra":1})", "response_format",
              "response_format" + no_structured + R"( (only {"type":"text"} is accepted))"},
             {R"(,"guided_json":{})", "guided_json", "guided_json" + no_structured},
-            {R"(,"prompt_logprobs":1)", "prompt_logprobs",
-             "prompt_logprobs: prompt log-probabilities are not computed yet"},
             {R"(,"modalities":["text","audio"])", "modalities",
              R"(modalities: only ["text"] is supported: GPT-2 reads and writes text)"},
             {R"(,"verbosity":"low")", "verbosity",
@@ -332,16 +336,22 @@ TEST(OpenAiParams, CompletionsOnlyFieldsEchoSuffixBestOf) {
       << e.message;
   EXPECT_TRUE(r.echo);
   EXPECT_EQ(r.echo_texts, (std::vector<std::string>{"Hi <|endoftext|>", "Hello world", "<|endoftext|>"}));
+  // echo with logprobs: the prompt's log-probabilities are asked for, with
+  // the larger of the two counts (in either key order).
+  for (const char* extra : {R"(,"echo":true,"logprobs":2)", R"(,"logprobs":2,"echo":true,"prompt_logprobs":1)",
+                            R"(,"echo":true,"logprobs":0,"prompt_logprobs":5)"}) {
+    ASSERT_TRUE(ParseCompletion(Completion(extra), &r, &e)) << extra << ": " << e.message;
+    const int want = std::string(extra).find("\"prompt_logprobs\":5") != std::string::npos ? 5 : 2;
+    EXPECT_EQ(openai::ToGeneration(r).prompt_logprobs, want) << extra;
+  }
+  ASSERT_TRUE(ParseCompletion(Completion(R"(,"echo":true,"logprobs":1,"stream":true)"), &r, &e)) << e.message;
+  EXPECT_EQ(openai::ToGeneration(r).prompt_logprobs, 1);
+  ASSERT_TRUE(ParseCompletion(Completion(R"(,"echo":true)"), &r, &e)) << e.message;
+  EXPECT_EQ(openai::ToGeneration(r).prompt_logprobs, -1);
   struct Case {
     std::string extra, param, message;
   };
   for (const Case& c : std::vector<Case>{
-           {R"(,"echo":true,"logprobs":2)", "echo",
-            "echo: echo with logprobs needs the prompt's log-probabilities, which are not computed yet; send one of "
-            "them"},
-           {R"(,"logprobs":0,"echo":true)", "echo",
-            "echo: echo with logprobs needs the prompt's log-probabilities, which are not computed yet; send one of "
-            "them"},
            {R"(,"echo":"no")", "echo", R"(echo: expected a boolean, got the string "no")"},
            {R"(,"suffix":"end")", "suffix",
             "suffix: insertion (a suffix after the completion) is not supported: GPT-2 only continues text"},

@@ -34,7 +34,8 @@
 //      min_tokens holds that end back, ignore_eos goes on past end-of-text,
 //      top_k 1 and min_p 1 equal greedy, the penalties change a repeating
 //      greedy text, both APIs; several prompts (indexes prompt * n + j, each
-//      prompt's choices those of its own request), echo, best_of.
+//      prompt's choices those of its own request), echo, best_of, echo
+//      with logprobs and prompt_logprobs (the prompt's tokens scored).
 // Exits 0 when every check passed, 1 otherwise.
 import { readFileSync } from "node:fs";
 
@@ -349,6 +350,28 @@ async function samplingControls(model) {
   same(best.choices.map((c) => c.index), [0, 1], "best_of 4, n 2: two choices");
   check(best.usage.completion_tokens === 4 * 6, `best_of 4: usage counts every candidate, got ${JSON.stringify(best.usage)}`);
   console.log(`check_openai: several prompts, echo, best_of: ${JSON.stringify(best.choices.map((c) => c.text))}`);
+
+  // echo with logprobs, and vLLM's prompt_logprobs (an extra body field).
+  const plainLp = (await client.completions.create({ ...base, logprobs: 2 })).choices[0].logprobs;
+  const echoLp = (await client.completions.create({ ...base, echo: true, logprobs: 2 })).choices[0].logprobs;
+  const p = echoLp.tokens.length - plainLp.tokens.length;
+  check(p > 1, `echo + logprobs: ${echoLp.tokens.length} entries for ${plainLp.tokens.length} generated`);
+  same(echoLp.tokens.slice(0, p).join(""), base.prompt, "echo + logprobs: the prompt's tokens lead");
+  same(echoLp.token_logprobs[0], null, "echo + logprobs: the first prompt token has none");
+  same(echoLp.token_logprobs.slice(p), plainLp.token_logprobs, "echo + logprobs: then the completion's");
+  check(echoLp.token_logprobs.slice(1, p).every((x) => typeof x === "number" && x < 0),
+        `echo + logprobs: the prompt's values ${JSON.stringify(echoLp.token_logprobs.slice(0, p))}`);
+  const scored = await client.completions.create({ ...base, prompt_logprobs: 0 });
+  const pl = scored.choices[0].prompt_logprobs;
+  same(pl.length, p, "prompt_logprobs: one entry per prompt token");
+  same(pl[0], null, "prompt_logprobs: the first is null");
+  for (let i = 1; i < p; i++) {
+    const own = Object.values(pl[i])[0];
+    same(own.decoded_token, echoLp.tokens[i], `prompt_logprobs[${i}]: the token's own entry`);
+    same(own.logprob, echoLp.token_logprobs[i], `prompt_logprobs[${i}]: echo's value`);
+    check(Number.isInteger(own.rank) && own.rank >= 1, `prompt_logprobs[${i}]: rank ${own.rank}`);
+  }
+  console.log(`check_openai: echo + logprobs and prompt_logprobs over ${p} prompt tokens`);
 }
 
 let one_model_is_base = false;
