@@ -266,6 +266,8 @@ void App::LogStartup() {
              {"tokens_per_s", engine ? std::nullopt : std::optional<double>(config_.mock_tokens_per_s)},
              {"ttft_ms", when(!engine, config_.mock_ttft_ms)},
              {"prefix_cache", engine ? (config_.prefix_cache ? "on" : "off") : nullptr},
+             {"admission", engine ? config_.admission.c_str() : nullptr},
+             {"scheduling_policy", engine ? config_.scheduling_policy.c_str() : nullptr},
              {"policy", config_.policy},
              {"prep_threads", config_.prep_threads},
              {"max_connections", config_.max_connections},

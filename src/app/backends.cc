@@ -113,6 +113,11 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.prefill_batch_tokens = static_cast<int>(config.prefill_batch_tokens);
   eo.num_kv_blocks = static_cast<int>(config.kv_blocks);
   eo.prefix_cache = config.prefix_cache;
+  eo.admission = config.admission == "reserve" ? engine::AdmissionMode::kReserve : engine::AdmissionMode::kOptimistic;
+  eo.kv_watermark = config.kv_watermark;
+  eo.scheduling = config.scheduling_policy == "priority" ? engine::SchedulingPolicy::kPriority
+                                                         : engine::SchedulingPolicy::kFcfs;
+  eo.priority_aging_ms = config.priority_aging_ms;
   eo.block_size_tokens = static_cast<int>(config.block_size);
   eo.max_waiting = static_cast<int>(config.max_waiting);
   eo.threads = config.threads > 0 ? config.threads : cpu::ThreadPool::HardwareThreads();

@@ -1,6 +1,7 @@
 #include "app/config.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -41,6 +42,8 @@ const IntFlag kIntFlags[] = {
      "prompt tokens prefilled together in one pass (engine)"},
     {"--kv-blocks", &Config::kv_blocks, 0, 1 << 24, "KV cache blocks (0 = max-batch full contexts)"},
     {"--block-size", &Config::block_size, 1, 1024, "tokens per KV block"},
+    {"--priority-aging-ms", &Config::priority_aging_ms, 0, 3600000,
+     "--scheduling-policy priority: a waiting request's priority improves by 1 per this many ms (0 = never)"},
     {"--max-waiting", &Config::max_waiting, 0, 1 << 20,
      "requests waiting for a batch slot; beyond: 503 overloaded"},
     {"--max-new-tokens", &Config::max_new_tokens, 1, 1 << 20, "largest max_new_tokens a request may ask"},
@@ -236,6 +239,41 @@ const ServeFlag kServeFlags[] = {
        if (Status s = Choice("--prefix-cache", v, {"on", "off"}, &on_off); !s.ok()) return s;
        c->prefix_cache = on_off == "on";
        return Status::Ok();
+     }},
+    {"--admission", "M",
+     [](const Config& d) -> std::string {
+       return "cpu/cuda: optimistic (a request is admitted when its prompt's blocks\n"
+              "and one more fit above the watermark; blocks are taken as sequences\n"
+              "grow, and the latest admitted is preempted and later recomputed when\n"
+              "none is free) or reserve (every block a request may need is reserved\n"
+              "at admission); default " + d.admission;
+     },
+     [](std::string_view v, Config* c) -> Status { return Choice("--admission", v, {"optimistic", "reserve"}, &c->admission); }},
+    {"--kv-watermark", "F",
+     [](const Config& d) -> std::string {
+       char buf[32];
+       std::snprintf(buf, sizeof(buf), "%g", d.kv_watermark);
+       return std::string("--admission optimistic: this fraction of the KV blocks stays free\n"
+                          "when a request is admitted (0 <= F < 1); default ") + buf;
+     },
+     [](std::string_view v, Config* c) -> Status {
+       const std::string text(v);
+       char* end = nullptr;
+       const double f = std::strtod(text.c_str(), &end);
+       if (text.empty() || end != text.c_str() + text.size() || !(f >= 0.0 && f < 1.0)) {
+         return Status::Error("--kv-watermark: a fraction in [0, 1), got '" + text + "'");
+       }
+       c->kv_watermark = f;
+       return Status::Ok();
+     }},
+    {"--scheduling-policy", "P",
+     [](const Config& d) -> std::string {
+       return "cpu/cuda: fcfs (arrival order; a request's priority must be 0) or\n"
+              "priority (lower `priority` first, then arrival; a worse-priority\n"
+              "running sequence is preempted to admit a better one); default " + d.scheduling_policy;
+     },
+     [](std::string_view v, Config* c) -> Status {
+       return Choice("--scheduling-policy", v, {"fcfs", "priority"}, &c->scheduling_policy);
      }},
     {"--weights", "F",
      [](const Config& d) -> std::string {

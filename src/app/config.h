@@ -48,6 +48,10 @@ struct Config {
   int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
   int64_t block_size = 16;
   bool prefix_cache = true;     // --prefix-cache on|off: share cached prompt-prefix KV blocks
+  std::string admission = "optimistic";  // --admission optimistic|reserve
+  double kv_watermark = 0.01;            // --kv-watermark: fraction of blocks optimistic admission keeps free
+  std::string scheduling_policy = "fcfs";  // --scheduling-policy fcfs|priority
+  int64_t priority_aging_ms = 1000;      // --priority-aging-ms
   int64_t max_waiting = 64;
   int64_t prep_threads = 0;      // request parsing + tokenizing, off the loop (0: one per core, at most 4)
   int64_t max_prep_queue = 256;  // requests waiting for a prep thread

@@ -61,6 +61,10 @@ struct GenerationRequest {
   // per prompt token. Such a request computes its whole prompt (the prefix
   // cache is not read for it).
   int prompt_logprobs = -1;
+  // Scheduling priority: lower runs first (vLLM's); only with
+  // --scheduling-policy priority (the engine refuses another value
+  // otherwise). Admission and preemption order follow it.
+  int priority = 0;
   int64_t queue_timeout_ms = 0;   // 0 = wait as long as needed
   stream::Clock::time_point arrival = stream::Clock::now();
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "backend/token_emitter.h"
@@ -44,11 +45,15 @@ struct Engine::Sequence {
   int pending_end = 0;                // blocks [shared_blocks, pending_end) cached at admission, before the prefill
   int cached = 0;                     // tokens whose K/V the runner holds
   int blocks_needed = 0;
-  bool admitted = false;   // blocks reserved, prefill started
+  bool admitted = false;   // blocks taken, prefill started (false again once preempted)
+  bool prefilled = false;  // admitted and its prefill done (a possible preemption victim)
   bool released = false;   // blocks returned (exactly once)
   bool paused = false;
   bool done = false;       // stream finished; removed from the lists at Compact()
   int32_t last_token = 0;
+  uint64_t arrival_order = 0;  // Submit's order (fcfs; priority's tie-break)
+  uint64_t admit_order = 0;    // the latest admission's order (preemption takes the latest)
+  int preemptions = 0;
   backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
   LogitEditor edits;           // logit_bias, min_tokens and the penalties, as they stand
   // request.prompt_logprobs >= 0: the runner's entries (during the prefill),
@@ -94,6 +99,10 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   if (tokenizer == nullptr) return Status::Error("engine: no tokenizer");
   EngineOptions o = options;
   if (o.max_waiting < 0) return Status::Error("engine: max_waiting must be >= 0");
+  if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 1.0)) {
+    return Status::Error("engine: kv_watermark must be in [0, 1), got " + std::to_string(o.kv_watermark));
+  }
+  if (o.priority_aging_ms < 0) return Status::Error("engine: priority_aging_ms must be >= 0");
   // The runner's provisioning is the truth for everything it holds.
   const RunnerLimits rl = runner->limits();
   if (rl.max_batch < 1 || rl.block_size_tokens < 1 || rl.num_kv_blocks < 1) {
@@ -117,6 +126,7 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   sc.batch.reserve(o.max_batch);
   sc.views.reserve(o.max_batch);
   e->eos_ = o.eos_token_id;
+  e->watermark_blocks_ = static_cast<int>(std::ceil(o.kv_watermark * o.num_kv_blocks));
   e->counters_.kv_blocks_total = o.num_kv_blocks;
   e->counters_.kv_blocks_free = o.num_kv_blocks;
   {
@@ -148,6 +158,8 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
                                          "Prompt tokens looked up in the prefix cache at admission.");
     e->m_.prefix_hits = r->AddCounter("prefix_cache_hits_total",
                                       "Prompt tokens found in the prefix cache at admission (not prefilled again).");
+    e->m_.preemptions = r->AddCounter("engine_preemptions_total",
+                                      "Sequences preempted for KV blocks or by priority (recomputed when admitted again).");
     if (e->m_.kv_blocks_free) e->m_.kv_blocks_free->Set(o.num_kv_blocks);
   }
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
@@ -208,10 +220,19 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
   for (int32_t id : request.stop_token_ids) {
     if (std::string m = named("stop_token_ids", id); !m.empty()) return refuse(ApiError::Make(ErrorCode::kInvalidRequest, m));
   }
+  auto refuse_param = [&](const char* param, std::string message) {
+    ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, std::move(message));
+    e.param = param;
+    return refuse(std::move(e));
+  };
+  if (request.priority != 0 && options_.scheduling != SchedulingPolicy::kPriority) {
+    return refuse_param("priority", "priority " + std::to_string(request.priority) +
+                                        " needs --scheduling-policy priority (this server runs first come, first served)");
+  }
   if (request.prompt_logprobs < -1 || request.prompt_logprobs > kMaxTopLogprobs) {
-    return refuse(ApiError::Make(ErrorCode::kInvalidRequest,
-                                 "prompt_logprobs is " + std::to_string(request.prompt_logprobs) + "; at most " +
-                                     std::to_string(kMaxTopLogprobs) + " alternatives per prompt token"));
+    return refuse_param("prompt_logprobs", "prompt_logprobs is " + std::to_string(request.prompt_logprobs) +
+                                               "; at most " + std::to_string(kMaxTopLogprobs) +
+                                               " alternatives per prompt token");
   }
   const int positions = std::max(prompt, 1) + std::max(request.max_new_tokens, 1) - 1;
   if (positions > shape_.n_ctx) {
@@ -252,6 +273,7 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
   if (seq->kv_tokens.empty()) seq->kv_tokens.push_back(eos_);  // GPT-2's <|endoftext|> as BOS
   seq->prompt_len = static_cast<int>(seq->kv_tokens.size());
   seq->blocks_needed = need;
+  seq->arrival_order = next_arrival_++;
   std::string id = seq->id;
   inbox_.push_back(Command{Command::Kind::kSubmit, std::move(id), std::move(seq)});
   pending_waiting_++;
@@ -311,6 +333,8 @@ void Engine::Stats(std::vector<backend::StatField>* out) const {
   field("kv_blocks_cached", s.kv_blocks_cached);
   field("prefix_cache_queries", static_cast<int64_t>(s.prefix_cache_queries));
   field("prefix_cache_hits", static_cast<int64_t>(s.prefix_cache_hits));
+  field("preemptions", static_cast<int64_t>(s.preemptions));
+  field("most_preemptions", s.most_preemptions);
   field("prefix_cache", options_.prefix_cache ? 1 : 0);
   field("max_batch", options_.max_batch);
   field("prefill_batch_tokens", options_.prefill_batch_tokens);
@@ -403,7 +427,8 @@ void Engine::ReleaseBlocks(Sequence& s) {
 
 void Engine::ExpireWaiting(stream::Clock::time_point now) {
   for (auto& p : waiting_) {
-    if (!p || p->done || p->request.queue_timeout_ms <= 0) continue;
+    // A preempted request's stream has started: its queue timeout is spent.
+    if (!p || p->done || p->request.queue_timeout_ms <= 0 || p->preemptions > 0) continue;
     auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - p->request.arrival);
     if (waited.count() < p->request.queue_timeout_ms) continue;
     counters_.queue_timeouts++;
@@ -414,28 +439,41 @@ void Engine::ExpireWaiting(stream::Clock::time_point now) {
 }
 
 void Engine::Admit() {
-  // Admission first (strict arrival order, as many as fit), then the
+  // Admission first (strict admission order, as many as fit), then the
   // admitted prompts' prefills in passes of up to prefill_batch_tokens
   // tokens, in the same order.
   std::vector<Sequence*>& admitted = scratch_.admitted;
   admitted.clear();
-  int live = 0;
-  for (auto& r : running_) live += r->done ? 0 : 1;
-  for (auto& p : waiting_) {
-    if (!p || p->done || p->paused) continue;
-    if (live >= options_.max_batch) break;
+  int live = Live();
+  std::vector<Sequence*>& order = scratch_.order;
+  AdmissionOrder(&order);
+  for (Sequence* p : order) {
     Sequence& s = *p;
-    if (!Reserve(s)) break;  // strict arrival order
+    // Under priority, running sequences of a worse priority make room.
+    while (!(live < options_.max_batch && Fits(s, live))) {
+      Sequence* v = options_.scheduling == SchedulingPolicy::kPriority ? Victim(&s.request.priority) : nullptr;
+      if (v == nullptr) break;
+      Preempt(*v);
+      live--;
+    }
+    if (live >= options_.max_batch || !Fits(s, live)) break;  // strict order: no overtaking
+    if (!Reserve(s)) break;
     s.admitted = true;
+    s.admit_order = next_admit_++;
     live++;
     {
       MutexLock lock(mu_);
       pending_waiting_--;
     }
     counters_.admitted++;
-    if (m_.queue_wait_seconds) m_.queue_wait_seconds->Observe(SecondsSince(s.request.arrival));
+    if (m_.queue_wait_seconds && s.preemptions == 0) m_.queue_wait_seconds->Observe(SecondsSince(s.request.arrival));
     admitted.push_back(&s);
-    running_.push_back(std::move(p));  // leaves a null in waiting_, removed by Compact()
+    for (auto& w : waiting_) {
+      if (w.get() == p) {
+        running_.push_back(std::move(w));  // leaves a null in waiting_, removed by Compact()
+        break;
+      }
+    }
   }
   // A sequence sharing blocks that an earlier one of this step is still to
   // prefill starts a later pass than that one's.
@@ -457,6 +495,120 @@ void Engine::Admit() {
 
 int Engine::ToPrefill(const Sequence& s) { return s.prompt_len - s.cached; }
 
+int Engine::Live() const {
+  int live = 0;
+  for (auto& r : running_) live += r && !r->done && r->admitted ? 1 : 0;
+  return live;
+}
+
+std::pair<int64_t, uint64_t> Engine::AdmissionKey(const Sequence& s, stream::Clock::time_point now) const {
+  if (options_.scheduling != SchedulingPolicy::kPriority) return {0, s.arrival_order};
+  int64_t p = s.request.priority;
+  if (options_.priority_aging_ms > 0) {
+    const int64_t waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.request.arrival).count();
+    p -= std::max<int64_t>(0, waited) / options_.priority_aging_ms;
+  }
+  return {p, s.arrival_order};
+}
+
+void Engine::AdmissionOrder(std::vector<Sequence*>* out) const {
+  out->clear();
+  for (auto& p : waiting_) {
+    if (p && !p->done && !p->paused) out->push_back(p.get());
+  }
+  const auto now = stream::Clock::now();
+  std::sort(out->begin(), out->end(),
+            [&](const Sequence* a, const Sequence* b) { return AdmissionKey(*a, now) < AdmissionKey(*b, now); });
+}
+
+int Engine::AdmitBlocks(const Sequence& s) const {
+  return options_.admission == AdmissionMode::kReserve ? s.blocks_needed
+                                                      : BlocksFor(s.prompt_len, options_.block_size_tokens);
+}
+
+bool Engine::Fits(const Sequence& s, int live) const {
+  int idle = 0;  // shared blocks now evictable: available() counts them, sharing takes them
+  const int shared = pool_->PeekPrefix(s.kv_tokens.data(), MaxSharedBlocks(s), &idle);
+  const int fresh = AdmitBlocks(s) - shared;
+  const int avail = pool_->available() - idle;
+  if (options_.admission == AdmissionMode::kReserve || live == 0) return fresh <= avail;
+  return fresh + 1 + watermark_blocks_ <= avail;
+}
+
+Engine::Sequence* Engine::Victim(const int* below) const {
+  const bool by_priority = options_.scheduling == SchedulingPolicy::kPriority;
+  Sequence* best = nullptr;
+  for (auto& p : running_) {
+    if (!p || p->done || !p->admitted || !p->prefilled) continue;
+    if (below != nullptr && p->request.priority <= *below) continue;
+    if (best == nullptr) {
+      best = p.get();
+    } else if (by_priority && p->request.priority != best->request.priority) {
+      if (p->request.priority > best->request.priority) best = p.get();
+    } else if (p->admit_order > best->admit_order) {
+      best = p.get();
+    }
+  }
+  return best;
+}
+
+void Engine::Preempt(Sequence& s) {
+  const int blocks = static_cast<int>(s.block_table.size());
+  // Every emitted token becomes prompt: the last drawn one (not yet fed)
+  // too, so the recompute's prefill draws the token after it.
+  s.kv_tokens.push_back(s.last_token);
+  s.prompt_len = static_cast<int>(s.kv_tokens.size());
+  ReleaseBlocks(s);  // its full blocks stay in the prefix cache
+  s.admitted = false;
+  s.prefilled = false;
+  s.released = false;
+  s.shared_blocks = 0;
+  s.pending_end = 0;
+  s.preemptions++;
+  counters_.preemptions++;
+  counters_.most_preemptions = std::max<int64_t>(counters_.most_preemptions, s.preemptions);
+  if (m_.preemptions) m_.preemptions->Inc();
+  {
+    MutexLock lock(mu_);
+    pending_waiting_++;
+  }
+  if (options_.log != nullptr) {
+    options_.log->Log(LogLevel::kInfo, "preempt",
+                      {{"stream", s.id},
+                       {"tokens", static_cast<int64_t>(s.emit.produced())},
+                       {"blocks", static_cast<int64_t>(blocks)},
+                       {"times", static_cast<int64_t>(s.preemptions)},
+                       {"priority", static_cast<int64_t>(s.request.priority)}});
+  }
+}
+
+void Engine::Grow(std::vector<Sequence*>* batch) {
+  if (options_.admission == AdmissionMode::kReserve) return;  // every block was reserved
+  const int bs = options_.block_size_tokens;
+  // The best priority, earliest admitted first: they keep their blocks.
+  std::vector<Sequence*>& rows = scratch_.grow;
+  rows.assign(batch->begin(), batch->end());
+  const bool by_priority = options_.scheduling == SchedulingPolicy::kPriority;
+  std::sort(rows.begin(), rows.end(), [&](const Sequence* a, const Sequence* b) {
+    if (by_priority && a->request.priority != b->request.priority) return a->request.priority < b->request.priority;
+    return a->admit_order < b->admit_order;
+  });
+  for (Sequence* s : rows) {
+    const size_t need = static_cast<size_t>(BlocksFor(s->cached + 1, bs));
+    while (s->admitted && s->block_table.size() < need) {
+      if (pool_->Alloc(1, &s->block_table)) break;
+      Sequence* v = Victim();  // s itself at worst
+      if (v == nullptr) {
+        ReportBug(*s, "no block and nothing to preempt", "");
+        break;
+      }
+      Preempt(*v);
+    }
+  }
+  batch->erase(std::remove_if(batch->begin(), batch->end(), [](const Sequence* s) { return !s->admitted; }),
+               batch->end());
+}
+
 int Engine::MaxSharedBlocks(const Sequence& s) const {
   // Whole blocks only, and never the prompt's last token: its logits are
   // what the prefill is for (and a shared block is never written).
@@ -469,7 +621,7 @@ bool Engine::Reserve(Sequence& s) {
   s.block_table.clear();
   s.block_hashes.clear();
   const int shared = pool_->AcquirePrefix(s.kv_tokens.data(), MaxSharedBlocks(s), &s.block_table, &s.block_hashes);
-  if (!pool_->Alloc(s.blocks_needed - shared, &s.block_table)) {
+  if (!pool_->Alloc(AdmitBlocks(s) - shared, &s.block_table)) {
     Status st = pool_->Release(s.block_table);
     if (!st.ok()) ReportBug(s, "returning the shared blocks of an admission that did not fit failed", st.message());
     s.block_table.clear();
@@ -567,6 +719,7 @@ void Engine::Prefill(Sequence* const* group, int n) {
   for (int i = 0; i < n; i++) {
     Sequence& s = *group[i];
     s.cached = s.prompt_len;
+    s.prefilled = true;
     for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->MarkReady(s.block_table[k]);
     if (s.wants_prompt_logprobs()) PromptLogprobsOf(s);
   }
@@ -582,10 +735,11 @@ void Engine::Decode() {
   batch.clear();
   views.clear();
   for (auto& p : running_) {
-    if (p->done || p->paused) continue;
+    if (!p || p->done || p->paused || !p->admitted) continue;
     batch.push_back(p.get());
-    views.push_back(ViewOf(*p, &p->last_token, 1));
   }
+  Grow(&batch);
+  for (Sequence* s : batch) views.push_back(ViewOf(*s, &s->last_token, 1));
   if (batch.empty()) return;
   const int B = static_cast<int>(batch.size());
   if (m_.batch_size) m_.batch_size->Observe(B);
@@ -642,6 +796,7 @@ void Engine::PromptLogprobsOf(Sequence& s) const {
   }
   s.prompt_out = std::vector<SampledToken>();  // the runner's entries are no longer needed
   s.prompt_logprobs = std::move(lp);
+  s.request.prompt_logprobs = -1;  // once: a recompute after preemption reports none
 }
 
 bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
@@ -658,12 +813,75 @@ bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
 }
 
 void Engine::Compact() {
+  // Preempted sequences wait again (their arrival order puts them ahead of
+  // later arrivals).
+  for (auto& p : running_) {
+    if (p && !p->done && !p->admitted) waiting_.push_front(std::move(p));
+  }
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
                                 [](const std::unique_ptr<Sequence>& p) { return !p || p->done; }),
                  waiting_.end());
   running_.erase(std::remove_if(running_.begin(), running_.end(),
                                 [](const std::unique_ptr<Sequence>& p) { return !p || p->done; }),
                  running_.end());
+}
+
+void Engine::CheckInvariants() {
+  auto broken = [&](const Sequence* s, const std::string& what) {
+    counters_.invariant_violations++;
+    if (s != nullptr) {
+      ReportBug(*s, "scheduler invariant", what);
+    } else if (options_.log != nullptr) {
+      options_.log->Log(LogLevel::kError, "engine_bug", {{"what", "scheduler invariant"}, {"detail", what.c_str()}});
+    } else {
+      std::fprintf(stderr, "engine: BUG: scheduler invariant: %s\n", what.c_str());
+    }
+  };
+  const int bs = options_.block_size_tokens;
+  std::unordered_map<int32_t, int> holders;  // block -> tables holding it
+  int live = 0;
+  for (auto& p : running_) {
+    if (!p) {
+      broken(nullptr, "a null entry among the running after Compact");
+      continue;
+    }
+    if (p->done) {
+      broken(p.get(), "a finished sequence among the running after Compact");
+      continue;
+    }
+    if (!p->admitted || !p->prefilled) broken(p.get(), "running, but not admitted and prefilled");
+    live++;
+    if (p->cached != static_cast<int>(p->kv_tokens.size())) broken(p.get(), "cached != the tokens fed");
+    if (static_cast<int>(p->block_table.size()) < BlocksFor(p->cached, bs)) broken(p.get(), "fewer blocks than its K/V");
+    if (options_.admission == AdmissionMode::kReserve && static_cast<int>(p->block_table.size()) != p->blocks_needed) {
+      broken(p.get(), "reserve: not every block it may need");
+    }
+    for (int32_t id : p->block_table) holders[id]++;
+  }
+  if (live > options_.max_batch) broken(nullptr, std::to_string(live) + " running over max_batch");
+  int64_t waiting = 0;
+  for (auto& p : waiting_) {
+    if (!p || p->done) continue;
+    waiting++;
+    if (p->admitted || !p->block_table.empty()) broken(p.get(), "waiting, but admitted or holding blocks");
+  }
+  for (const auto& [id, n] : holders) {
+    if (pool_->refcount(id) != n) broken(nullptr, "block " + std::to_string(id) + " has " +
+                                                      std::to_string(pool_->refcount(id)) + " references, " +
+                                                      std::to_string(n) + " tables");
+  }
+  if (pool_->referenced() != static_cast<int>(holders.size())) {
+    broken(nullptr, std::to_string(pool_->referenced()) + " blocks referenced, " + std::to_string(holders.size()) +
+                        " in tables");
+  }
+  if (counters_.admitted - counters_.releases != static_cast<uint64_t>(live)) {
+    broken(nullptr, "admissions - releases != running");
+  }
+  MutexLock lock(mu_);
+  for (const Command& c : inbox_) waiting += c.kind == Command::Kind::kSubmit ? 1 : 0;  // submitted meanwhile
+  if (pending_waiting_ != waiting) {
+    broken(nullptr, "waiting count " + std::to_string(pending_waiting_) + " != " + std::to_string(waiting));
+  }
 }
 
 void Engine::Publish() {
@@ -697,19 +915,18 @@ void Engine::OnReadersProgress() {
 bool Engine::HasRunnableWork() const {
   if (ReadersGateClosed()) return false;
   for (auto& p : running_) {
-    if (!p->done && !p->paused) return true;
+    if (p && !p->done && !p->paused && p->admitted) return true;
   }
-  int live = 0;
-  for (auto& r : running_) live += r->done ? 0 : 1;
-  if (live >= options_.max_batch) return false;
+  const Sequence* head = nullptr;  // the first in admission order
+  const auto now = stream::Clock::now();
   for (auto& p : waiting_) {
     if (!p || p->done || p->paused) continue;
-    // The head can be admitted (its shared prefix counted once).
-    int idle = 0;
-    const int shared = pool_->PeekPrefix(p->kv_tokens.data(), MaxSharedBlocks(*p), &idle);
-    return p->blocks_needed - shared <= pool_->available() - idle;
+    if (head == nullptr || AdmissionKey(*p, now) < AdmissionKey(*head, now)) head = p.get();
   }
-  return false;
+  if (head == nullptr) return false;
+  const int live = Live();
+  if (live < options_.max_batch && Fits(*head, live)) return true;
+  return options_.scheduling == SchedulingPolicy::kPriority && Victim(&head->request.priority) != nullptr;
 }
 
 void Engine::Step() {
@@ -720,6 +937,7 @@ void Engine::Step() {
     Decode();
   }
   Compact();
+  if (options_.check_invariants) CheckInvariants();
   counters_.steps++;
   if (m_.step_seconds) m_.step_seconds->Observe(SecondsSince(t0));
   Publish();

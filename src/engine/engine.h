@@ -11,13 +11,20 @@
 //      order; cancels, pauses and resumes take effect) and expires waiting
 //      requests older than their queue_timeout_ms (error event
 //      `queue_timeout`, retryable);
-//   2. admits waiting requests strictly in arrival order while there is a
-//      batch slot (max_batch) and the allocator can reserve every block the
-//      sequence may ever need (prompt + max_new_tokens - 1 positions), so an
-//      admitted sequence never runs out of blocks — the blocks of its
-//      longest cached prompt prefix shared, not reserved again (below); a paused waiting request is
-//      skipped (not admitted, not blocking the others), the first one that
-//      does not fit stops admission (no overtaking). The admitted prompts are
+//   2. admits waiting requests strictly in admission order (arrival under
+//      --scheduling-policy fcfs; under priority: lower priority first, a
+//      waiting request's priority improving by one per priority_aging_ms,
+//      then arrival) while there is a batch slot (max_batch) and its blocks
+//      fit: under --admission reserve every block the sequence may ever
+//      need (prompt + max_new_tokens - 1 positions), so it never runs out;
+//      under optimistic (the default) its prompt's blocks with one more and
+//      the watermark (kv_watermark of the pool) still free — a sequence
+//      alone is admitted whenever its prompt fits. The blocks of its
+//      longest cached prompt prefix are shared, not taken again (below). A
+//      paused waiting request is skipped (not admitted, not blocking the
+//      others), the first one that does not fit stops admission (no
+//      overtaking) — under priority, after preempting running sequences of
+//      a worse priority than its own to make room, if there are any. The admitted prompts are
 //      then prefilled in arrival order, several in one pass while their
 //      tokens fit prefill_batch_tokens (ModelRunner::Prefill of several
 //      sequences: one read of the weights for all of them; a longer prompt
@@ -25,7 +32,9 @@
 //      are appended to their streams as soon as that pass ends, before the
 //      next pass and before the decode;
 //   3. runs ONE batched decode (ModelRunner::Decode) over every running,
-//      unpaused sequence;
+//      unpaused sequence, after giving each the block its next position
+//      needs (optimistic admission): when none is free, the running
+//      sequence of the worst priority, latest admitted, is preempted;
 //   4. appends token events and finishes sequences (done with finish_reason
 //      length / eos / stop / cancelled, or an error event).
 //
@@ -48,8 +57,20 @@
 // not emitted, a possible prefix is held back). `cancelled` on Cancel (DELETE,
 // linger, pause_then_cancel) and on Shutdown.
 //
-// KV blocks (engine/block_pool.h): reserved at admission, released in exactly
-// one place (Engine::Retire -> ReleaseBlocks) whatever ended the sequence;
+// Preemption by recompute (optimistic admission): the victim's blocks are
+// released (its full blocks stay in the prefix cache, so the recompute is
+// mostly shared blocks), its emitted tokens are appended to its prompt, and
+// it waits again (at the head: it keeps its arrival order); when admitted
+// again its prefill draws its next token as the next decode would have.
+// Because a runner's K/V and logits do not depend on chunking, batch or
+// cache, its tokens are those it would have drawn unpreempted; its stream
+// sees a pause. Counted (preemptions, engine_preemptions_total) and logged
+// at info (`preempt`). A preempted request's queue_timeout_ms no longer
+// applies (its stream has started).
+//
+// KV blocks (engine/block_pool.h): taken at admission (and as sequences
+// grow), released in exactly one place per admission (ReleaseBlocks: from
+// Engine::Retire whatever ended the sequence, or from Preempt);
 // a block is free once no sequence references it. A second release of a
 // sequence, or the pool refusing a release, is a detected error: counted
 // (stats().double_releases) and logged.
@@ -112,6 +133,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -128,6 +150,23 @@ class Tokenizer;
 
 namespace tw::engine {
 
+// How admission takes KV blocks (--admission).
+enum class AdmissionMode : uint8_t {
+  // A request is admitted when its prompt's blocks (less the shared prefix)
+  // and one more fit above the watermark; blocks are allocated as a sequence
+  // grows, and a sequence that needs one when none is free preempts the
+  // lowest-priority, latest-admitted sequence (by recompute).
+  kOptimistic,
+  // Every block a request may ever need (prompt + max_new_tokens) is
+  // reserved at admission: no sequence is ever preempted.
+  kReserve,
+};
+// The order of admission and of preemption (--scheduling-policy).
+enum class SchedulingPolicy : uint8_t {
+  kFcfs,      // arrival order; a request's priority must be 0
+  kPriority,  // lower priority first (vLLM's), then arrival; with aging
+};
+
 struct EngineOptions {
   std::string model_name = "gpt2";
   // What the runner is built with (RunnerLimitsFor); the engine takes the
@@ -143,7 +182,18 @@ struct EngineOptions {
   int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
   int eos_token_id = -1;            // -1 = the model config's eos_token_id
   bool prefix_cache = true;         // share full KV blocks of a cached prompt prefix (--prefix-cache)
+  AdmissionMode admission = AdmissionMode::kOptimistic;  // --admission
+  double kv_watermark = 0.01;       // optimistic: this fraction of the blocks stays free at admission (--kv-watermark)
+  SchedulingPolicy scheduling = SchedulingPolicy::kFcfs;  // --scheduling-policy
+  // priority: a waiting request's priority improves by one per this many
+  // ms waited (--priority-aging-ms; 0: never), so none waits forever.
+  int64_t priority_aging_ms = 1000;
   uint64_t unseeded_base = 0x7477656e67696e65ull;  // seeds of requests without has_seed
+  // Tests: after every step the scheduler's invariants are checked (each
+  // sequence where its state says, block references equal the tables that
+  // hold them, one release per admission, the bounds); a broken one is
+  // counted in EngineStats::invariant_violations and reported as a bug.
+  bool check_invariants = false;
   // Optional registry for the engine's metrics (must outlive the engine).
   Metrics* metrics = nullptr;
   Logger* log = nullptr;  // errors the engine detects in itself; null: stderr
@@ -171,6 +221,9 @@ struct EngineStats {
   int64_t kv_blocks_cached = 0;         // blocks in the prefix cache (referenced or evictable)
   uint64_t prefix_cache_queries = 0;    // prompt tokens looked up at admission
   uint64_t prefix_cache_hits = 0;       // of those, found cached (not prefilled)
+  uint64_t preemptions = 0;             // sequences preempted (their blocks freed, recomputed later)
+  int64_t most_preemptions = 0;         // the most times one request has been preempted
+  uint64_t invariant_violations = 0;    // EngineOptions::check_invariants (must stay 0)
 };
 
 // The limits a runner for these options is built with: num_kv_blocks 0
@@ -223,6 +276,7 @@ class Engine : public backend::Backend {
     Gauge* kv_blocks_cached = nullptr;
     Counter* prefix_queries = nullptr;
     Counter* prefix_hits = nullptr;
+    Counter* preemptions = nullptr;
   };
 
   Engine(std::unique_ptr<ModelRunner> runner, const tokenizer::Tokenizer* tokenizer,
@@ -233,6 +287,31 @@ class Engine : public backend::Backend {
   void Apply(Command& c);
   void ExpireWaiting(stream::Clock::time_point now);
   void Admit();
+  // The waiting requests that may be admitted (not done, not paused), in
+  // admission order: arrival (fcfs), or aged priority then arrival.
+  void AdmissionOrder(std::vector<Sequence*>* out) const;
+  // s's place in that order at `now` (smaller first).
+  std::pair<int64_t, uint64_t> AdmissionKey(const Sequence& s, stream::Clock::time_point now) const;
+  // Admitted, unfinished sequences.
+  int Live() const;
+  // Blocks s takes at admission: all it may need (reserve), or its
+  // prompt's (optimistic).
+  int AdmitBlocks(const Sequence& s) const;
+  // s can be admitted now beside `live` running sequences (its shared
+  // prefix counted once; optimistic: one more block and the watermark
+  // free, unless nothing runs).
+  bool Fits(const Sequence& s, int live) const;
+  // The running sequence preemption takes first: the lowest priority
+  // (priority policy), then the latest admitted; with `below`, only one of
+  // priority greater (worse) than it. Null if none.
+  Sequence* Victim(const int* below = nullptr) const;
+  // Frees s's blocks and returns it to the waiting requests, its emitted
+  // tokens appended to its prompt (recomputed when it is admitted again).
+  void Preempt(Sequence& s);
+  // Gives each sequence of the batch a block for the position it writes
+  // (optimistic admission), preempting when none is free; the preempted
+  // leave the batch.
+  void Grow(std::vector<Sequence*>* batch);
   // Prefills `n` admitted sequences in one pass (n == 1: the runner chunks
   // a long prompt) and appends their first tokens.
   void Prefill(Sequence* const* group, int n);
@@ -269,6 +348,8 @@ class Engine : public backend::Backend {
   // A broken invariant (a bug, counted in double_releases): logged as an error.
   void ReportBug(const Sequence& s, const char* what, const std::string& detail) const;
   void Compact();
+  // EngineOptions::check_invariants, after a step.
+  void CheckInvariants();
   void Publish();
   bool HasRunnableWork() const;
   // naive: some running sequence's readers have not taken its last event.
@@ -292,6 +373,7 @@ class Engine : public backend::Backend {
   // Submitted and not yet admitted or finished.
   int64_t pending_waiting_ TW_GUARDED_BY(mu_) = 0;
   uint64_t next_unseeded_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t next_arrival_ TW_GUARDED_BY(mu_) = 0;  // arrival order of accepted requests
   uint64_t submitted_ TW_GUARDED_BY(mu_) = 0;
   uint64_t refused_ TW_GUARDED_BY(mu_) = 0;
   // The engine thread's counters_ as of its last step.
@@ -304,10 +386,14 @@ class Engine : public backend::Backend {
   // each use): the step loop allocates nothing for them.
   struct StepScratch {
     std::vector<Sequence*> admitted;     // Admit: this step's admissions, in order
+    std::vector<Sequence*> order;        // Admit: the waiting, in admission order (grows with the queue)
+    std::vector<Sequence*> grow;         // Grow: the batch by priority, then admission
     std::vector<Sequence*> batch;        // Decode: the rows of the batch
     std::vector<SeqView> views;          // the runner's view of each row
   } scratch_;
   int naive_live_ = 0;  // live sequences of `naive` lab streams (the gate)
+  int watermark_blocks_ = 0;   // optimistic admission keeps this many blocks free
+  uint64_t next_admit_ = 0;    // admission order (preemption takes the latest)
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::unordered_map<std::string, Sequence*> by_id_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 
 namespace tw::service {
 
@@ -205,6 +206,14 @@ FieldRead ReadSamplingField(std::string_view key, const json::Value& val, const 
     if (!val.is_int()) return done(WrongType(err, key, expected, val));
     if (val.as_int() < -1) return done(OutOfRange(err, key, std::to_string(val.as_int()), expected));
     out->top_k = val.as_int() <= 0 || val.as_int() >= bounds.vocab_size ? 0 : static_cast<int>(val.as_int());
+    return FieldRead::kRead;
+  }
+  if (key == "priority") {
+    // vLLM's: lower runs first; only with --scheduling-policy priority (the
+    // engine refuses another value under fcfs, naming the flag).
+    if (val.is_null()) return FieldRead::kRead;
+    if (!ReadInt(val, key, INT32_MIN, INT32_MAX, &i, err, "lower runs first")) return FieldRead::kRefused;
+    out->priority = static_cast<int>(i);
     return FieldRead::kRead;
   }
   if (key == "min_p") {

@@ -90,7 +90,8 @@ enum class FieldRead {
 // frequency penalties [-2, 2]; logit_bias an object of token-id strings to
 // numbers in [-100, 100], at most bounds.max_logit_bias entries; min_tokens
 // >= 0; ignore_eos a boolean; stop_token_ids up to
-// bounds.max_stop_token_ids ids). Token ids are in [0, bounds.vocab_size).
+// bounds.max_stop_token_ids ids; and the scheduling priority, an int32,
+// lower first). Token ids are in [0, bounds.vocab_size).
 FieldRead ReadSamplingField(std::string_view key, const json::Value& val, const RequestBounds& bounds,
                             backend::GenerationRequest* out, ApiError* err);
 

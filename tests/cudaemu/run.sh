@@ -38,12 +38,15 @@ trap 'rm -rf "$LOGS"' EXIT
 # and the logit edits through the step buffer (logit_bias forcing an id,
 # greedy and sampled; min_tokens masking end-of-text and stop ids), and a
 # prompt's log-probabilities (the head over every prompt row, chunk by
-# chunk, equal to the cut prompts' next-token log-probabilities).
+# chunk, equal to the cut prompts' next-token log-probabilities), and a
+# stream preempted and recomputed (the runner's prefill of what it decoded
+# must give the same tokens).
 ENGINE_FILTER='Engine.SingleTokenRequests:Engine.EmptyPromptStartsFromEndOfText:Engine.EosEndsTheStreamAndIsReported'
 ENGINE_FILTER+=':Engine.StopStringEndsTheStreamWithoutEmittingIt:Engine.CancelWaitingRequestNeverReachesTheModel'
 ENGINE_FILTER+=':Engine.LogitBiasOfPlus100ForcesItsIdGreedyAndSampled:Engine.MinTokensHoldsBackEndOfTextAndStopIdsUntilReached'
 ENGINE_FILTER+=':Engine.PromptsAdmittedTogetherShareBoundedPrefillPasses'
 ENGINE_FILTER+=':Engine.PromptLogprobsComeWithTheFirstTokenAndReadNoCachedPrefix'
+ENGINE_FILTER+=':Scheduler.APreemptedStreamEqualsItsSoloRunOnTheRunner'
 ENGINE_FILTER+=':*PrefixCacheEngine.AFullyCachedPromptRecomputesItsLastBlock/Seeded'
 
 start=$(date +%s)

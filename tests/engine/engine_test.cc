@@ -559,7 +559,9 @@ TEST(Engine, PauseKeepsBlocksAndResumeContinuesIdentically) {
   backend::GenerationRequest r = MakeRequest(9, true);
   r.max_new_tokens = 60;
   Outcome solo = Solo(r);
-  auto e = MakeEngine(EngineOptions());
+  EngineOptions ro;
+  ro.admission = engine::AdmissionMode::kReserve;  // every block a sequence may need is held from admission
+  auto e = MakeEngine(ro);
   // A second stream, gated, steps the engine one step at a time, so "N
   // steps after the pause wish" is counted, not timed.
   backend::GenerationRequest tick = MakeRequest(10, false);
@@ -593,6 +595,7 @@ TEST(Engine, PauseKeepsBlocksAndResumeContinuesIdentically) {
 
 TEST(Engine, BlockLimitedAdmissionInArrivalOrder) {
   EngineOptions o;
+  o.admission = engine::AdmissionMode::kReserve;  // reservations decide (optimistic: below)
   o.block_size_tokens = 16;
   o.num_kv_blocks = 4;
   auto e = MakeEngine(o);
@@ -631,6 +634,7 @@ TEST(Engine, BlockLimitedAdmissionInArrivalOrder) {
 // [5, 5, 5]. Every stream equals its solo run.
 TEST(Engine, PromptsAdmittedTogetherShareBoundedPrefillPasses) {
   EngineOptions o;
+  o.admission = engine::AdmissionMode::kReserve;  // the paused holder holds every block
   o.block_size_tokens = 16;
   o.num_kv_blocks = 8;
   o.prefill_batch_tokens = 16;

@@ -366,6 +366,7 @@ TEST_P(PrefixCacheEngine, IdenticalPromptsAdmittedInOneStep) {
     }
   }
   EngineOptions o = Opts(true);
+  o.admission = engine::AdmissionMode::kReserve;  // the paused holder holds every block
   o.num_kv_blocks = 8;  // the first needs 3 blocks, each other 1 (2 shared): 7
   auto on = MakeEngine(o);
   auto holder = NewStream("holder");

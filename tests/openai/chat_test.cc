@@ -665,6 +665,35 @@ TEST(Chat, EchoWithLogprobsAndPromptLogprobsFromTheCpuBackend) {
   EXPECT_NE(refused.body.find(R"("param":"prompt_logprobs")"), std::string::npos) << refused.body;
 }
 
+// priority (vLLM's field, on every API): refused under the default fcfs
+// policy, naming the flag, OpenAI's way and ours; served under
+// --scheduling-policy priority.
+TEST(Chat, PriorityNeedsThePriorityPolicy) {
+  const std::string model = testing::DataPath("golden/tiny-gpt2");
+  for (bool policy : {false, true}) {
+    std::vector<std::string> flags = {"--backend", "cpu", "--model", model, "--threads", "1", "--max-batch", "2"};
+    if (policy) flags.insert(flags.end(), {"--scheduling-policy", "priority"});
+    AppServer srv(flags);
+    client::Response c = srv.Call("POST", "/v1/completions",
+                                  R"({"model":"tiny-gpt2","prompt":"Hi","max_tokens":2,"priority":3})");
+    client::Response g = srv.Call("POST", "/v1/generate", R"({"prompt":"Hi","max_new_tokens":2,"priority":-2})");
+    if (policy) {
+      EXPECT_EQ(c.head.status, 200) << c.body;
+      EXPECT_EQ(g.head.status, 200) << g.body;
+    } else {
+      EXPECT_EQ(c.head.status, 400) << c.body;
+      EXPECT_NE(c.body.find(R"("param":"priority")"), std::string::npos) << c.body;
+      EXPECT_NE(c.body.find("--scheduling-policy priority"), std::string::npos) << c.body;
+      EXPECT_GE(g.head.status, 400) << g.body;
+      EXPECT_NE(g.body.find("--scheduling-policy priority"), std::string::npos) << g.body;
+    }
+    client::Response bad = srv.Call("POST", "/v1/completions",
+                                    R"({"model":"tiny-gpt2","prompt":"Hi","priority":"high"})");
+    EXPECT_EQ(bad.head.status, 400);
+    EXPECT_NE(bad.body.find(R"("param":"priority")"), std::string::npos) << bad.body;
+  }
+}
+
 // best_of: best_of candidates per prompt, the n most likely answered (the
 // mock gives every token log P = log 1/2: equal lengths tie, and ties keep
 // the lower candidate, so the answer is the first n candidates); usage
