@@ -111,6 +111,7 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   eo.model_name = name;
   eo.max_batch = static_cast<int>(config.max_batch);
   eo.prefill_batch_tokens = static_cast<int>(config.prefill_batch_tokens);
+  eo.max_num_batched_tokens = static_cast<int>(config.max_num_batched_tokens);
   eo.num_kv_blocks = static_cast<int>(config.kv_blocks);
   eo.prefix_cache = config.prefix_cache;
   eo.admission = config.admission == "reserve" ? engine::AdmissionMode::kReserve : engine::AdmissionMode::kOptimistic;

@@ -40,6 +40,8 @@ const IntFlag kIntFlags[] = {
     {"--max-batch", &Config::max_batch, 1, 4096, "sequences decoded together (engine)"},
     {"--prefill-batch-tokens", &Config::prefill_batch_tokens, 1, 256,
      "prompt tokens prefilled together in one pass (engine)"},
+    {"--max-num-batched-tokens", &Config::max_num_batched_tokens, 1, 1 << 20,
+     "tokens one engine step computes: every running sequence's decode, then prompt chunks with the rest (>= --max-batch)"},
     {"--kv-blocks", &Config::kv_blocks, 0, 1 << 24, "KV cache blocks (0 = max-batch full contexts)"},
     {"--block-size", &Config::block_size, 1, 1024, "tokens per KV block"},
     {"--priority-aging-ms", &Config::priority_aging_ms, 0, 3600000,

@@ -45,6 +45,7 @@ struct Config {
   // Engine.
   int64_t max_batch = 32;
   int64_t prefill_batch_tokens = 64;  // prompts admitted together share passes of up to this many tokens
+  int64_t max_num_batched_tokens = 512;  // tokens one engine step computes: decodes first, then prompt chunks
   int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
   int64_t block_size = 16;
   bool prefix_cache = true;     // --prefix-cache on|off: share cached prompt-prefix KV blocks

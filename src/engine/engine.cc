@@ -54,6 +54,7 @@ struct Engine::Sequence {
   uint64_t arrival_order = 0;  // Submit's order (fcfs; priority's tie-break)
   uint64_t admit_order = 0;    // the latest admission's order (preemption takes the latest)
   int preemptions = 0;
+  uint64_t chunk_step = UINT64_MAX;  // the step that last prefilled a chunk of it
   backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
   LogitEditor edits;           // logit_bias, min_tokens and the penalties, as they stand
   // request.prompt_logprobs >= 0: the runner's entries (during the prefill),
@@ -115,6 +116,11 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   o.num_kv_blocks = rl.num_kv_blocks;
   o.max_prefill_chunk_tokens = rl.max_prefill_tokens;
   o.threads = rl.threads;
+  if (o.max_num_batched_tokens < o.max_batch) {
+    return Status::Error("engine: --max-num-batched-tokens (" + std::to_string(o.max_num_batched_tokens) +
+                         ") must be at least --max-batch (" + std::to_string(o.max_batch) +
+                         "): every running sequence decodes a token each step");
+  }
   const ModelShape shape = runner->shape();
   if (o.eos_token_id < 0) o.eos_token_id = shape.eos_token_id;
 
@@ -123,6 +129,8 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   e->sampled_.assign(static_cast<size_t>(o.max_batch), SampledToken{});
   StepScratch& sc = e->scratch_;
   sc.admitted.reserve(o.max_batch);
+  sc.chunks.reserve(o.max_batch);
+  sc.completed.assign(static_cast<size_t>(o.max_batch), 0);
   sc.batch.reserve(o.max_batch);
   sc.views.reserve(o.max_batch);
   e->eos_ = o.eos_token_id;
@@ -338,6 +346,8 @@ void Engine::Stats(std::vector<backend::StatField>* out) const {
   field("prefix_cache", options_.prefix_cache ? 1 : 0);
   field("max_batch", options_.max_batch);
   field("prefill_batch_tokens", options_.prefill_batch_tokens);
+  field("max_num_batched_tokens", options_.max_num_batched_tokens);
+  field("prefill_chunks", static_cast<int64_t>(s.prefill_chunks));
   field("block_size", options_.block_size_tokens);
 }
 
@@ -439,9 +449,8 @@ void Engine::ExpireWaiting(stream::Clock::time_point now) {
 }
 
 void Engine::Admit() {
-  // Admission first (strict admission order, as many as fit), then the
-  // admitted prompts' prefills in passes of up to prefill_batch_tokens
-  // tokens, in the same order.
+  // Strict admission order, as many as fit; their prefills follow
+  // (PrefillStep).
   std::vector<Sequence*>& admitted = scratch_.admitted;
   admitted.clear();
   int live = Live();
@@ -474,22 +483,6 @@ void Engine::Admit() {
         break;
       }
     }
-  }
-  // A sequence sharing blocks that an earlier one of this step is still to
-  // prefill starts a later pass than that one's.
-  const int budget = std::max(1, std::min(options_.prefill_batch_tokens, options_.max_prefill_chunk_tokens));
-  for (size_t i = 0; i < admitted.size();) {
-    size_t j = i;
-    int tokens = 0;
-    // A prompt whose log-probabilities are asked for is prefilled alone.
-    while (j < admitted.size() &&
-           (j == i || (tokens + ToPrefill(*admitted[j]) <= budget && SharedReady(*admitted[j]) &&
-                       !admitted[i]->wants_prompt_logprobs() && !admitted[j]->wants_prompt_logprobs()))) {
-      tokens += ToPrefill(*admitted[j]);
-      j++;
-    }
-    Prefill(admitted.data() + i, static_cast<int>(j - i));
-    i = j;
   }
 }
 
@@ -685,19 +678,87 @@ SeqView Engine::ViewOf(const Sequence& s, const int32_t* tokens, int n) {
   return v;
 }
 
-void Engine::Prefill(Sequence* const* group, int n) {
-  if (n == 1 && !SharedReady(*group[0])) {
-    // The sequence that was to compute its shared prefix failed.
-    Retire(*group[0], stream::Event::Error(ApiError::Make(
-                          ErrorCode::kInternal, "prefill: the prefix this request shares failed to compute")));
-    return;
+bool Engine::SharedInProgress(const Sequence& s) const {
+  for (int k = 0; k < s.shared_blocks; k++) {
+    const int32_t id = s.block_table[k];
+    if (pool_->IsReady(id)) continue;
+    bool computing = false;  // a live prefill writes it
+    for (auto& p : running_) {
+      if (!p || p.get() == &s || p->done || !p->admitted || p->prefilled) continue;
+      for (size_t b = static_cast<size_t>(p->shared_blocks); b < p->block_table.size() && !computing; b++) {
+        computing = p->block_table[b] == id;
+      }
+      if (computing) break;
+    }
+    if (!computing) return false;
   }
+  return true;
+}
+
+void Engine::PrefillStep() {
+  // What the step's decodes leave of the budget goes to prompt chunks.
+  int decodes = 0;
+  for (auto& p : running_) decodes += p && !p->done && p->admitted && p->prefilled && !p->paused ? 1 : 0;
+  int budget = std::max(1, options_.max_num_batched_tokens - decodes);
+  const int pass_tokens = std::max(1, std::min(options_.prefill_batch_tokens, options_.max_prefill_chunk_tokens));
+  const uint64_t step = counters_.steps;
+  std::vector<Sequence*>& todo = scratch_.admitted;
+  std::vector<int>& chunks = scratch_.chunks;
+  // Two rounds: a prompt sharing blocks that another computes in the first
+  // round's passes goes in the second.
+  for (int round = 0; round < 2 && budget > 0; round++) {
+    todo.clear();
+    chunks.clear();
+    for (auto& p : running_) {  // admission order
+      if (budget <= 0) break;
+      if (!p || p->done || !p->admitted || p->prefilled || p->paused || p->chunk_step == step) continue;
+      Sequence& s = *p;
+      if (!SharedReady(s)) {
+        if (!SharedInProgress(s)) {
+          // The sequence that was to compute its shared prefix failed.
+          Retire(s, stream::Event::Error(ApiError::Make(
+                        ErrorCode::kInternal, "prefill: the prefix this request shares failed to compute")));
+        }
+        continue;  // its owner is still computing it
+      }
+      int c = ToPrefill(s);
+      if (s.wants_prompt_logprobs()) {
+        // Whole (every position's logits in one call), and first if it is
+        // over the budget.
+        if (c > budget && (round > 0 || !todo.empty())) continue;
+      } else {
+        c = std::min(c, budget);
+      }
+      budget -= c;
+      s.chunk_step = step;
+      todo.push_back(&s);
+      chunks.push_back(c);
+    }
+    // Passes of up to prefill_batch_tokens tokens; a larger chunk, or a
+    // prompt whose log-probabilities are asked for, alone.
+    for (size_t i = 0; i < todo.size();) {
+      size_t j = i;
+      int tokens = 0;
+      while (j < todo.size() && (j == i || (tokens + chunks[j] <= pass_tokens && !todo[i]->wants_prompt_logprobs() &&
+                                           !todo[j]->wants_prompt_logprobs()))) {
+        tokens += chunks[j];
+        j++;
+      }
+      Prefill(todo.data() + i, chunks.data() + i, static_cast<int>(j - i));
+      i = j;
+    }
+  }
+}
+
+void Engine::Prefill(Sequence* const* group, const int* chunks, int n) {
   auto t0 = stream::Clock::now();
   std::vector<SeqView>& views = scratch_.views;
   views.clear();
   for (int i = 0; i < n; i++) {
     Sequence& s = *group[i];
-    views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, ToPrefill(s)));
+    views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, chunks[i]));
+    // A chunk that does not end the prompt draws nothing anyone reads.
+    if (chunks[i] < ToPrefill(s)) views.back().sampling.logprobs = -1;
     if (n == 1 && s.wants_prompt_logprobs()) {
       s.prompt_out.assign(static_cast<size_t>(ToPrefill(s) - 1), SampledToken());
       views.back().prompt_logprobs = s.request.prompt_logprobs;
@@ -708,7 +769,7 @@ void Engine::Prefill(Sequence* const* group, int n) {
   if (!st.ok()) {
     if (n > 1) {
       // Nothing changed: prefill them one by one, so that only a bad prompt fails.
-      for (int i = 0; i < n; i++) Prefill(group + i, 1);
+      for (int i = 0; i < n; i++) Prefill(group + i, chunks + i, 1);
       return;
     }
     Sequence& s = *group[0];
@@ -716,17 +777,26 @@ void Engine::Prefill(Sequence* const* group, int n) {
     Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "prefill: " + st.message())));
     return;
   }
+  int done_at = 0;  // group[0, done_at): the prompts this pass completed, in order
   for (int i = 0; i < n; i++) {
     Sequence& s = *group[i];
-    s.cached = s.prompt_len;
+    s.cached += chunks[i];
+    if (s.cached < s.prompt_len) {
+      counters_.prefill_chunks++;  // the rest in later steps
+      continue;
+    }
     s.prefilled = true;
     for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->MarkReady(s.block_table[k]);
     if (s.wants_prompt_logprobs()) PromptLogprobsOf(s);
+    scratch_.completed[static_cast<size_t>(done_at++)] = i;
   }
   if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
   counters_.prefill_passes++;
   // First tokens: out as soon as this pass ends, before the next pass.
-  for (int i = 0; i < n; i++) EmitToken(*group[i], sampled_[i]);
+  for (int k = 0; k < done_at; k++) {
+    const int i = scratch_.completed[static_cast<size_t>(k)];
+    EmitToken(*group[i], sampled_[static_cast<size_t>(i)]);
+  }
 }
 
 void Engine::Decode() {
@@ -735,7 +805,7 @@ void Engine::Decode() {
   batch.clear();
   views.clear();
   for (auto& p : running_) {
-    if (!p || p->done || p->paused || !p->admitted) continue;
+    if (!p || p->done || p->paused || !p->admitted || !p->prefilled) continue;
     batch.push_back(p.get());
   }
   Grow(&batch);
@@ -849,9 +919,11 @@ void Engine::CheckInvariants() {
       broken(p.get(), "a finished sequence among the running after Compact");
       continue;
     }
-    if (!p->admitted || !p->prefilled) broken(p.get(), "running, but not admitted and prefilled");
+    if (!p->admitted) broken(p.get(), "running, but not admitted");
     live++;
-    if (p->cached != static_cast<int>(p->kv_tokens.size())) broken(p.get(), "cached != the tokens fed");
+    if (p->prefilled ? p->cached != static_cast<int>(p->kv_tokens.size()) : p->cached >= p->prompt_len) {
+      broken(p.get(), "cached does not match the tokens fed");
+    }
     if (static_cast<int>(p->block_table.size()) < BlocksFor(p->cached, bs)) broken(p.get(), "fewer blocks than its K/V");
     if (options_.admission == AdmissionMode::kReserve && static_cast<int>(p->block_table.size()) != p->blocks_needed) {
       broken(p.get(), "reserve: not every block it may need");
@@ -934,6 +1006,7 @@ void Engine::Step() {
   ExpireWaiting(t0);
   if (!ReadersGateClosed()) {
     Admit();
+    PrefillStep();
     Decode();
   }
   Compact();

@@ -24,13 +24,20 @@
 //      paused waiting request is skipped (not admitted, not blocking the
 //      others), the first one that does not fit stops admission (no
 //      overtaking) — under priority, after preempting running sequences of
-//      a worse priority than its own to make room, if there are any. The admitted prompts are
-//      then prefilled in arrival order, several in one pass while their
-//      tokens fit prefill_batch_tokens (ModelRunner::Prefill of several
-//      sequences: one read of the weights for all of them; a longer prompt
-//      runs alone, and the runner chunks it), and each pass's first tokens
-//      are appended to their streams as soon as that pass ends, before the
-//      next pass and before the decode;
+//      a worse priority than its own to make room, if there are any;
+//   2b. prefills prompt chunks within the step's token budget
+//      (max_num_batched_tokens, less one token per sequence the step
+//      decodes): the admitted prompts still to prefill, in admission order,
+//      each its next min(rest, budget left) tokens — a long prompt is
+//      spread over several steps while the others decode at each; a prompt
+//      whose log-probabilities are asked for goes whole. Several chunks share
+//      one pass while their tokens fit prefill_batch_tokens
+//      (ModelRunner::Prefill of several sequences: one read of the weights
+//      for all of them; a longer chunk runs alone, and the runner splits
+//      it); a prompt sharing blocks that another is still computing waits
+//      for them (a second round of the step takes those its first round
+//      completed). Each pass's first tokens are appended as soon as it ends,
+//      before the next pass and before the decode;
 //   3. runs ONE batched decode (ModelRunner::Decode) over every running,
 //      unpaused sequence, after giving each the block its next position
 //      needs (optimistic admission): when none is free, the running
@@ -179,6 +186,11 @@ struct EngineOptions {
   // Scheduling.
   int max_waiting = 64;             // requests queued for a slot; Submit refuses beyond
   int prefill_batch_tokens = 64;    // prompts admitted together are prefilled in passes of up to this many tokens
+  // Tokens one step computes (--max-num-batched-tokens, vLLM's name): every
+  // running sequence's decode row first, the rest for prompt chunks, so a
+  // long prompt is spread over several steps while the others decode at
+  // each. At least max_batch.
+  int max_num_batched_tokens = 512;
   int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
   int eos_token_id = -1;            // -1 = the model config's eos_token_id
   bool prefix_cache = true;         // share full KV blocks of a cached prompt prefix (--prefix-cache)
@@ -213,6 +225,7 @@ struct EngineStats {
   uint64_t double_releases = 0; // detected second releases (must stay 0)
   uint64_t steps = 0;
   uint64_t prefill_passes = 0;  // forward passes that prefilled prompts (several may share one)
+  uint64_t prefill_chunks = 0;  // prompt chunks that left the rest of their prompt for a later step
   uint64_t tokens_generated = 0;
   uint64_t queue_timeouts = 0;
   uint64_t refused = 0;         // Submit refusals (overloaded, too long)
@@ -312,9 +325,17 @@ class Engine : public backend::Backend {
   // (optimistic admission), preempting when none is free; the preempted
   // leave the batch.
   void Grow(std::vector<Sequence*>* batch);
-  // Prefills `n` admitted sequences in one pass (n == 1: the runner chunks
-  // a long prompt) and appends their first tokens.
-  void Prefill(Sequence* const* group, int n);
+  // The step's prompt chunks: what the decodes leave of
+  // max_num_batched_tokens, to the admitted prompts still to prefill in
+  // admission order, in passes of up to prefill_batch_tokens tokens.
+  void PrefillStep();
+  // Prefills chunks[i] more prompt tokens of each of `n` sequences in one
+  // pass (n == 1: the runner splits a long chunk) and appends the first
+  // tokens of the prompts it completes.
+  void Prefill(Sequence* const* group, const int* chunks, int n);
+  // The blocks s shares that are not ready yet are being computed by a
+  // live prefill (else that prefill failed).
+  bool SharedInProgress(const Sequence& s) const;
   // Prompt tokens still to prefill (after the shared prefix).
   static int ToPrefill(const Sequence& s);
   // Reserves s's blocks: its longest cached prefix shared, the rest fresh;
@@ -388,6 +409,8 @@ class Engine : public backend::Backend {
     std::vector<Sequence*> admitted;     // Admit: this step's admissions, in order
     std::vector<Sequence*> order;        // Admit: the waiting, in admission order (grows with the queue)
     std::vector<Sequence*> grow;         // Grow: the batch by priority, then admission
+    std::vector<int> chunks;             // PrefillStep: each prompt's tokens this step
+    std::vector<int> completed;          // Prefill: the rows whose prompt a pass completed (max_batch)
     std::vector<Sequence*> batch;        // Decode: the rows of the batch
     std::vector<SeqView> views;          // the runner's view of each row
   } scratch_;

@@ -107,8 +107,9 @@ TEST_P(Preemption, PreemptedStreamsEqualTheirSoloRuns) {
 INSTANTIATE_TEST_SUITE_P(GreedySeededCacheOffOn, Preemption, ::testing::Values(0, 1, 2, 3));
 
 // Preemption on a runner, small enough for the CUDA runner on the CPU
-// emulator: two requests of 40 tokens on 5 blocks; the second is preempted
-// when both need their third block, and readmitted when the first ends. Its
+// emulator: two requests of 40 tokens admitted in one step on 5 blocks
+// (one held by a ticker until then); the second is preempted when both need
+// their third block, and readmitted when the first ends. Its
 // recompute is a prefill of what it decoded (the whole of it with the
 // prefix cache off, its last partial block with it on): its tokens must be
 // those of its solo run, so the runner's prefill and decode agree bitwise.
@@ -116,15 +117,120 @@ TEST(Scheduler, APreemptedStreamEqualsItsSoloRunOnTheRunner) {
   for (bool cache : {false, true}) {
     std::vector<backend::GenerationRequest> reqs = {Req(30, 8, 40, !cache), Req(31, 8, 40, !cache)};
     std::vector<Outcome> solo = {SoloOf(reqs[0]), SoloOf(reqs[1])};
-    EngineOptions o = Checked(5, 2);
+    EngineOptions o = Checked(5, 3);
     o.prefix_cache = cache;
     auto e = MakeEngine(o);
+    // A gated ticker (1 block, one token left) holds the loop until both
+    // are waiting, so they are admitted in one step and grow in lockstep.
+    auto ticker = NewGatedStream("ticker");
+    ASSERT_TRUE(e->Submit(ticker, Req(29, 1, 3, false), nullptr));
+    ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= 2; }));
     std::vector<std::shared_ptr<stream::Stream>> streams = {NewStream("a"), NewStream("b")};
     for (size_t i = 0; i < 2; i++) ASSERT_TRUE(e->Submit(streams[i], reqs[i], nullptr));
+    ASSERT_TRUE(WaitFor([&] { return e->stats().waiting == 2; }));
+    OpenGate(*ticker);
     for (size_t i = 0; i < 2; i++) EXPECT_EQ(WaitAndRead(*streams[i]).tokens, solo[i].tokens) << i << " cache " << cache;
+    WaitAndRead(*ticker);
     ExpectSound(*e);
-    EXPECT_GE(e->stats().preemptions, 1u) << "cache " << cache;
+    EXPECT_EQ(e->stats().preemptions, 1u) << "cache " << cache;
   }
+}
+
+// Chunked prefill (--max-num-batched-tokens 12, one decoder): a 60-token
+// prompt arriving while a stream decodes is computed 11 tokens a step (what
+// the decode row leaves), so its first token comes after ceil(60 / 11) = 6
+// steps, and the decoder draws a token at every one of them. The decoder is
+// a gated (lab `naive`) stream, so the test counts steps instead of timing
+// them. Both streams equal their solo runs (one unchunked prefill), greedy
+// and seeded, the prefix cache off and on; chunk ends fall mid-block.
+class ChunkedPrefill : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChunkedPrefill, ALongPromptIsSpreadOverStepsWhileAnotherDecodesAtEach) {
+  const bool seeded = GetParam() & 1, cache = GetParam() & 2;
+  const backend::GenerationRequest dr = Req(70, 4, 30, seeded), lr = Req(71, 60, 4, seeded);
+  const Outcome d_solo = SoloOf(dr), l_solo = SoloOf(lr);
+  EngineOptions o = Checked(64, 4);
+  o.max_num_batched_tokens = 12;
+  o.prefix_cache = cache;
+  auto e = MakeEngine(o);
+  auto d = NewGatedStream("d");
+  ASSERT_TRUE(e->Submit(d, dr, nullptr));
+  // Its first step: the prefill's token, then the decode's; then the loop
+  // waits at the gate.
+  ASSERT_TRUE(WaitFor([&] { return TokenCount(*d) >= 2; }));
+  auto l = NewStream("l");
+  ASSERT_TRUE(e->Submit(l, lr, nullptr));
+  const size_t d0 = TokenCount(*d);
+  int steps = 0;
+  while (TokenCount(*l) == 0 && steps < 20) {
+    ASSERT_TRUE(StepGated(*d));
+    steps++;
+  }
+  EXPECT_EQ(steps, 6) << "steps until the long prompt's first token";
+  EXPECT_EQ(TokenCount(*d), d0 + static_cast<size_t>(steps)) << "the decoder missed a step";
+  EXPECT_EQ(e->stats().prefill_chunks, 5u);
+  OpenGate(*d);
+  EXPECT_EQ(WaitAndRead(*l).tokens, l_solo.tokens);
+  EXPECT_EQ(WaitAndRead(*d).tokens, d_solo.tokens);
+  ExpectSound(*e);
+}
+
+INSTANTIATE_TEST_SUITE_P(GreedySeededCacheOffOn, ChunkedPrefill, ::testing::Values(0, 1, 2, 3));
+
+// Three identical 60-token prompts admitted together under a 12-token
+// budget: the first computes the shared blocks chunk by chunk, the others
+// wait for them (their shared blocks are not ready while its prefill runs)
+// and then prefill only their last, partial block; a 40-token prompt asking
+// for its log-probabilities is computed whole, over the budget. Every
+// stream equals its solo run.
+TEST(Scheduler, SharersWaitForAChunkedPrefixAndPromptLogprobsComeWhole) {
+  const std::vector<int32_t> prompt = Req(80, 60, 1, false).prompt_tokens;
+  std::vector<backend::GenerationRequest> reqs;
+  for (int i = 0; i < 3; i++) {
+    backend::GenerationRequest r = Req(81 + i, 0, 6, i > 0);
+    r.prompt_tokens = prompt;
+    reqs.push_back(r);
+  }
+  backend::GenerationRequest scored = Req(90, 40, 3, false);
+  scored.prompt_logprobs = 2;
+  reqs.push_back(scored);
+  std::vector<Outcome> solo;
+  for (auto& r : reqs) solo.push_back(SoloOf(r));
+  EngineOptions o = Checked(64, 4);
+  o.max_num_batched_tokens = 12;
+  auto e = MakeEngine(o);
+  std::vector<std::shared_ptr<stream::Stream>> streams;
+  for (size_t i = 0; i < reqs.size(); i++) {
+    streams.push_back(NewStream("s" + std::to_string(i)));
+    ASSERT_TRUE(e->Submit(streams.back(), reqs[i], nullptr));
+  }
+  for (size_t i = 0; i < reqs.size(); i++) EXPECT_EQ(WaitAndRead(*streams[i]).tokens, solo[i].tokens) << i;
+  std::vector<stream::EventPtr> evs;
+  ASSERT_TRUE(streams[3]->ReadFrom(1, 1 << 20, &evs));
+  auto first = std::find_if(evs.begin(), evs.end(),
+                            [](const stream::EventPtr& ev) { return ev->type == stream::EventType::kToken; });
+  ASSERT_NE(first, evs.end());
+  ASSERT_NE((*first)->prompt_logprobs, nullptr);
+  EXPECT_EQ((*first)->prompt_logprobs->size(), 40u);
+  ExpectSound(*e);
+  const EngineStats st = e->stats();
+  EXPECT_EQ(st.prefix_cache_hits, 2u * 48) << "the two sharers' three whole blocks";
+  EXPECT_GE(st.prefill_chunks, 4u);
+}
+
+// --max-num-batched-tokens below --max-batch is refused at start-up.
+TEST(Scheduler, TheBudgetCoversEveryDecodeRow) {
+  const TinyModel& m = TinyModel::Get();
+  EngineOptions o = Checked(64, 8);
+  o.max_num_batched_tokens = 7;
+  std::unique_ptr<engine::ModelRunner> runner;
+  ASSERT_TRUE(app::MakeRunner(TestRunnerKind(), m.model, engine::RunnerLimitsFor(o, m.model->config().n_ctx),
+                              app::RunnerOptions(), &runner)
+                  .ok());
+  std::unique_ptr<engine::Engine> e;
+  Status s = engine::Engine::Create(std::move(runner), &m.tokenizer, o, &e);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--max-num-batched-tokens"), std::string::npos) << s.message();
 }
 
 // A chat-like load (max_new_tokens far above what is generated, here all
