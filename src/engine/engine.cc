@@ -423,6 +423,13 @@ void Engine::ReleaseBlocks(Sequence& s) {
     return;
   }
   s.released = true;
+  // A prefill that did not finish leaves no unwritten block in the prefix
+  // cache (a sharer waiting for one is sent back to wait: PrefillStep).
+  if (!s.prefilled) {
+    for (int k = s.shared_blocks; k < s.pending_end && k < static_cast<int>(s.block_table.size()); k++) {
+      if (!pool_->IsReady(s.block_table[k])) pool_->Unregister(s.block_table[k]);
+    }
+  }
   Status st = pool_->Release(s.block_table);
   if (!st.ok()) {
     counters_.double_releases++;
@@ -547,10 +554,12 @@ Engine::Sequence* Engine::Victim(const int* below) const {
 
 void Engine::Preempt(Sequence& s) {
   const int blocks = static_cast<int>(s.block_table.size());
-  // Every emitted token becomes prompt: the last drawn one (not yet fed)
-  // too, so the recompute's prefill draws the token after it.
-  s.kv_tokens.push_back(s.last_token);
-  s.prompt_len = static_cast<int>(s.kv_tokens.size());
+  if (s.prefilled) {
+    // Every emitted token becomes prompt: the last drawn one (not yet fed)
+    // too, so the recompute's prefill draws the token after it.
+    s.kv_tokens.push_back(s.last_token);
+    s.prompt_len = static_cast<int>(s.kv_tokens.size());
+  }
   ReleaseBlocks(s);  // its full blocks stay in the prefix cache
   s.admitted = false;
   s.prefilled = false;
@@ -714,12 +723,11 @@ void Engine::PrefillStep() {
       if (!p || p->done || !p->admitted || p->prefilled || p->paused || p->chunk_step == step) continue;
       Sequence& s = *p;
       if (!SharedReady(s)) {
-        if (!SharedInProgress(s)) {
-          // The sequence that was to compute its shared prefix failed.
-          Retire(s, stream::Event::Error(ApiError::Make(
-                        ErrorCode::kInternal, "prefill: the prefix this request shares failed to compute")));
-        }
-        continue;  // its owner is still computing it
+        // Its owner is still computing the blocks it shares; or it ended
+        // before (cancelled, or its prefill failed): then s waits again and
+        // computes them itself when readmitted.
+        if (!SharedInProgress(s)) Preempt(s);
+        continue;
       }
       int c = ToPrefill(s);
       if (s.wants_prompt_logprobs()) {
@@ -987,7 +995,10 @@ void Engine::OnReadersProgress() {
 bool Engine::HasRunnableWork() const {
   if (ReadersGateClosed()) return false;
   for (auto& p : running_) {
-    if (p && !p->done && !p->paused && p->admitted) return true;
+    if (!p || p->done || p->paused || !p->admitted) continue;
+    // A prompt waiting for blocks another prefill computes is not work of
+    // its own (were that one paused, the loop would spin).
+    if (p->prefilled || SharedReady(*p) || !SharedInProgress(*p)) return true;
   }
   const Sequence* head = nullptr;  // the first in admission order
   const auto now = stream::Clock::now();

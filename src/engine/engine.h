@@ -36,7 +36,8 @@
 //      for all of them; a longer chunk runs alone, and the runner splits
 //      it); a prompt sharing blocks that another is still computing waits
 //      for them (a second round of the step takes those its first round
-//      completed). Each pass's first tokens are appended as soon as it ends,
+//      completed; if their owner ends first, the sharer waits again and
+//      computes them itself). Each pass's first tokens are appended as soon as it ends,
 //      before the next pass and before the decode;
 //   3. runs ONE batched decode (ModelRunner::Decode) over every running,
 //      unpaused sequence, after giving each the block its next position
@@ -320,6 +321,8 @@ class Engine : public backend::Backend {
   Sequence* Victim(const int* below = nullptr) const;
   // Frees s's blocks and returns it to the waiting requests, its emitted
   // tokens appended to its prompt (recomputed when it is admitted again).
+  // Also for an admitted prompt whose shared blocks' owner ended before
+  // computing them (nothing emitted yet: it computes them itself).
   void Preempt(Sequence& s);
   // Gives each sequence of the batch a block for the position it writes
   // (optimistic admission), preempting when none is free; the preempted

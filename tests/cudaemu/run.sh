@@ -39,15 +39,16 @@ trap 'rm -rf "$LOGS"' EXIT
 # greedy and sampled; min_tokens masking end-of-text and stop ids), and a
 # prompt's log-probabilities (the head over every prompt row, chunk by
 # chunk, equal to the cut prompts' next-token log-probabilities), and a
-# stream preempted and recomputed (the runner's prefill of what it decoded
-# must give the same tokens), and a prompt prefilled in chunks that end
+# stream preempted and recomputed with the prefix cache off (the runner's
+# prefill of all it decoded must give the same tokens), and a prompt
+# prefilled in chunks that end
 # mid-block, beside a decode.
 ENGINE_FILTER='Engine.SingleTokenRequests:Engine.EmptyPromptStartsFromEndOfText:Engine.EosEndsTheStreamAndIsReported'
 ENGINE_FILTER+=':Engine.StopStringEndsTheStreamWithoutEmittingIt:Engine.CancelWaitingRequestNeverReachesTheModel'
 ENGINE_FILTER+=':Engine.LogitBiasOfPlus100ForcesItsIdGreedyAndSampled:Engine.MinTokensHoldsBackEndOfTextAndStopIdsUntilReached'
 ENGINE_FILTER+=':Engine.PromptsAdmittedTogetherShareBoundedPrefillPasses'
 ENGINE_FILTER+=':Engine.PromptLogprobsComeWithTheFirstTokenAndReadNoCachedPrefix'
-ENGINE_FILTER+=':Scheduler.APreemptedStreamEqualsItsSoloRunOnTheRunner'
+ENGINE_FILTER+=':*PreemptionOnTheRunner.APreemptedStreamEqualsItsSoloRun/0'
 ENGINE_FILTER+=':*ChunkedPrefill.ALongPromptIsSpreadOverStepsWhileAnotherDecodesAtEach/3'
 ENGINE_FILTER+=':*PrefixCacheEngine.AFullyCachedPromptRecomputesItsLastBlock/Seeded'
 

@@ -113,8 +113,11 @@ INSTANTIATE_TEST_SUITE_P(GreedySeededCacheOffOn, Preemption, ::testing::Values(0
 // recompute is a prefill of what it decoded (the whole of it with the
 // prefix cache off, its last partial block with it on): its tokens must be
 // those of its solo run, so the runner's prefill and decode agree bitwise.
-TEST(Scheduler, APreemptedStreamEqualsItsSoloRunOnTheRunner) {
-  for (bool cache : {false, true}) {
+class PreemptionOnTheRunner : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PreemptionOnTheRunner, APreemptedStreamEqualsItsSoloRun) {
+  {
+    const bool cache = GetParam();
     std::vector<backend::GenerationRequest> reqs = {Req(30, 8, 40, !cache), Req(31, 8, 40, !cache)};
     std::vector<Outcome> solo = {SoloOf(reqs[0]), SoloOf(reqs[1])};
     EngineOptions o = Checked(5, 3);
@@ -135,6 +138,8 @@ TEST(Scheduler, APreemptedStreamEqualsItsSoloRunOnTheRunner) {
     EXPECT_EQ(e->stats().preemptions, 1u) << "cache " << cache;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheOffOn, PreemptionOnTheRunner, ::testing::Bool());
 
 // Chunked prefill (--max-num-batched-tokens 12, one decoder): a 60-token
 // prompt arriving while a stream decodes is computed 11 tokens a step (what
@@ -216,6 +221,43 @@ TEST(Scheduler, SharersWaitForAChunkedPrefixAndPromptLogprobsComeWhole) {
   const EngineStats st = e->stats();
   EXPECT_EQ(st.prefix_cache_hits, 2u * 48) << "the two sharers' three whole blocks";
   EXPECT_GE(st.prefill_chunks, 4u);
+}
+
+// The owner of a prefix cancelled in the middle of its chunked prefill: the
+// blocks it had not written leave the prefix cache, and the request waiting
+// to share them is sent back to wait and computes them itself; a later
+// request of the same prompt finds nothing unwritten. Steps are counted
+// with a gated ticker.
+TEST(Scheduler, AnOwnerCancelledMidPrefillLeavesItsSharerToComputeThePrefix) {
+  const std::vector<int32_t> prompt = Req(95, 60, 1, false).prompt_tokens;
+  backend::GenerationRequest owner = Req(96, 0, 4, false), sharer = Req(97, 0, 5, true), later = Req(98, 0, 3, false);
+  owner.prompt_tokens = sharer.prompt_tokens = later.prompt_tokens = prompt;
+  const Outcome sharer_solo = SoloOf(sharer), later_solo = SoloOf(later);
+  EngineOptions o = Checked(64, 4);
+  o.max_num_batched_tokens = 12;
+  auto e = MakeEngine(o);
+  auto ticker = NewGatedStream("ticker");
+  ASSERT_TRUE(e->Submit(ticker, Req(94, 1, 60, false), nullptr));
+  ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= 2; }));
+  auto A = NewStream("A"), B = NewStream("B");
+  ASSERT_TRUE(e->Submit(A, owner, nullptr));
+  ASSERT_TRUE(e->Submit(B, sharer, nullptr));
+  ASSERT_TRUE(WaitFor([&] { return e->stats().waiting == 2; }));
+  ASSERT_TRUE(StepGated(*ticker));  // A and B admitted, A's first chunk; B waits for A's blocks
+  EXPECT_EQ(e->stats().prefill_chunks, 1u);
+  e->Cancel("A");
+  ASSERT_TRUE(StepGated(*ticker));  // A retired mid-prefill; B sent back to wait
+  OpenGate(*ticker);
+  EXPECT_EQ(WaitAndRead(*A).finish_reason, "cancelled");
+  EXPECT_EQ(TokenCount(*A), 0u);
+  EXPECT_EQ(WaitAndRead(*B).tokens, sharer_solo.tokens);
+  auto C = NewStream("C");
+  ASSERT_TRUE(e->Submit(C, later, nullptr));
+  EXPECT_EQ(WaitAndRead(*C).tokens, later_solo.tokens);
+  e->Cancel("ticker");
+  WaitAndRead(*ticker);
+  ExpectSound(*e);
+  EXPECT_GE(e->stats().preemptions, 1u) << "the sharer was not sent back";
 }
 
 // --max-num-batched-tokens below --max-batch is refused at start-up.
