@@ -46,7 +46,6 @@ struct Engine::Sequence {
   int cached = 0;                     // tokens whose K/V the runner holds
   int blocks_needed = 0;
   bool admitted = false;   // blocks taken, prefill started (false again once preempted)
-  bool prefilled = false;  // admitted and its prefill done (a possible preemption victim)
   bool released = false;   // blocks returned (exactly once)
   bool paused = false;
   bool done = false;       // stream finished; removed from the lists at Compact()
@@ -63,6 +62,9 @@ struct Engine::Sequence {
   std::shared_ptr<const stream::PromptLogprobs> prompt_logprobs;
 
   bool wants_prompt_logprobs() const { return request.prompt_logprobs >= 0; }
+  // Admitted and its whole prompt computed (decoding; a possible
+  // preemption victim): a prefill in chunks has cached < prompt_len.
+  bool prefilled() const { return admitted && cached >= prompt_len; }
 
   Sequence(std::shared_ptr<stream::Stream> s, backend::GenerationRequest r, uint64_t seed,
            const tokenizer::Tokenizer* tokenizer, int32_t eos)
@@ -128,7 +130,7 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   e->pool_ = std::make_unique<BlockPool>(o.num_kv_blocks, o.block_size_tokens, o.prefix_cache);
   e->sampled_.assign(static_cast<size_t>(o.max_batch), SampledToken{});
   StepScratch& sc = e->scratch_;
-  sc.admitted.reserve(o.max_batch);
+  sc.chunked.reserve(o.max_batch);
   sc.chunks.reserve(o.max_batch);
   sc.completed.assign(static_cast<size_t>(o.max_batch), 0);
   sc.batch.reserve(o.max_batch);
@@ -423,9 +425,10 @@ void Engine::ReleaseBlocks(Sequence& s) {
     return;
   }
   s.released = true;
-  // A prefill that did not finish leaves no unwritten block in the prefix
-  // cache (a sharer waiting for one is sent back to wait: PrefillStep).
-  if (!s.prefilled) {
+  // A prefill that did not finish (cancelled between its chunks, or
+  // failed) leaves no unwritten block in the prefix cache (a sharer waiting
+  // for one is sent back to wait: PrefillStep).
+  if (!s.prefilled()) {
     for (int k = s.shared_blocks; k < s.pending_end && k < static_cast<int>(s.block_table.size()); k++) {
       if (!pool_->IsReady(s.block_table[k])) pool_->Unregister(s.block_table[k]);
     }
@@ -458,21 +461,21 @@ void Engine::ExpireWaiting(stream::Clock::time_point now) {
 void Engine::Admit() {
   // Strict admission order, as many as fit; their prefills follow
   // (PrefillStep).
-  std::vector<Sequence*>& admitted = scratch_.admitted;
-  admitted.clear();
   int live = Live();
   std::vector<Sequence*>& order = scratch_.order;
   AdmissionOrder(&order);
   for (Sequence* p : order) {
     Sequence& s = *p;
+    bool fits = live < options_.max_batch && Fits(s, live);
     // Under priority, running sequences of a worse priority make room.
-    while (!(live < options_.max_batch && Fits(s, live))) {
-      Sequence* v = options_.scheduling == SchedulingPolicy::kPriority ? Victim(&s.request.priority) : nullptr;
+    while (!fits && options_.scheduling == SchedulingPolicy::kPriority) {
+      Sequence* v = Victim(&s.request.priority);
       if (v == nullptr) break;
       Preempt(*v);
       live--;
+      fits = live < options_.max_batch && Fits(s, live);
     }
-    if (live >= options_.max_batch || !Fits(s, live)) break;  // strict order: no overtaking
+    if (!fits) break;  // strict order: no overtaking
     if (!Reserve(s)) break;
     s.admitted = true;
     s.admit_order = next_admit_++;
@@ -483,7 +486,6 @@ void Engine::Admit() {
     }
     counters_.admitted++;
     if (m_.queue_wait_seconds && s.preemptions == 0) m_.queue_wait_seconds->Observe(SecondsSince(s.request.arrival));
-    admitted.push_back(&s);
     for (auto& w : waiting_) {
       if (w.get() == p) {
         running_.push_back(std::move(w));  // leaves a null in waiting_, removed by Compact()
@@ -539,7 +541,7 @@ Engine::Sequence* Engine::Victim(const int* below) const {
   const bool by_priority = options_.scheduling == SchedulingPolicy::kPriority;
   Sequence* best = nullptr;
   for (auto& p : running_) {
-    if (!p || p->done || !p->admitted || !p->prefilled) continue;
+    if (!p || p->done || !p->admitted || !p->prefilled()) continue;
     if (below != nullptr && p->request.priority <= *below) continue;
     if (best == nullptr) {
       best = p.get();
@@ -554,15 +556,15 @@ Engine::Sequence* Engine::Victim(const int* below) const {
 
 void Engine::Preempt(Sequence& s) {
   const int blocks = static_cast<int>(s.block_table.size());
-  if (s.prefilled) {
+  const bool decoding = s.prefilled();
+  ReleaseBlocks(s);  // its full blocks stay in the prefix cache
+  if (decoding) {
     // Every emitted token becomes prompt: the last drawn one (not yet fed)
     // too, so the recompute's prefill draws the token after it.
     s.kv_tokens.push_back(s.last_token);
     s.prompt_len = static_cast<int>(s.kv_tokens.size());
   }
-  ReleaseBlocks(s);  // its full blocks stay in the prefix cache
   s.admitted = false;
-  s.prefilled = false;
   s.released = false;
   s.shared_blocks = 0;
   s.pending_end = 0;
@@ -693,7 +695,7 @@ bool Engine::SharedInProgress(const Sequence& s) const {
     if (pool_->IsReady(id)) continue;
     bool computing = false;  // a live prefill writes it
     for (auto& p : running_) {
-      if (!p || p.get() == &s || p->done || !p->admitted || p->prefilled) continue;
+      if (!p || p.get() == &s || p->done || !p->admitted || p->prefilled()) continue;
       for (size_t b = static_cast<size_t>(p->shared_blocks); b < p->block_table.size() && !computing; b++) {
         computing = p->block_table[b] == id;
       }
@@ -707,11 +709,11 @@ bool Engine::SharedInProgress(const Sequence& s) const {
 void Engine::PrefillStep() {
   // What the step's decodes leave of the budget goes to prompt chunks.
   int decodes = 0;
-  for (auto& p : running_) decodes += p && !p->done && p->admitted && p->prefilled && !p->paused ? 1 : 0;
+  for (auto& p : running_) decodes += p && !p->done && p->admitted && p->prefilled() && !p->paused ? 1 : 0;
   int budget = std::max(1, options_.max_num_batched_tokens - decodes);
   const int pass_tokens = std::max(1, std::min(options_.prefill_batch_tokens, options_.max_prefill_chunk_tokens));
   const uint64_t step = counters_.steps;
-  std::vector<Sequence*>& todo = scratch_.admitted;
+  std::vector<Sequence*>& todo = scratch_.chunked;
   std::vector<int>& chunks = scratch_.chunks;
   // Two rounds: a prompt sharing blocks that another computes in the first
   // round's passes goes in the second.
@@ -720,7 +722,7 @@ void Engine::PrefillStep() {
     chunks.clear();
     for (auto& p : running_) {  // admission order
       if (budget <= 0) break;
-      if (!p || p->done || !p->admitted || p->prefilled || p->paused || p->chunk_step == step) continue;
+      if (!p || p->done || !p->admitted || p->prefilled() || p->paused || p->chunk_step == step) continue;
       Sequence& s = *p;
       if (!SharedReady(s)) {
         // Its owner is still computing the blocks it shares; or it ended
@@ -781,7 +783,7 @@ void Engine::Prefill(Sequence* const* group, const int* chunks, int n) {
       return;
     }
     Sequence& s = *group[0];
-    for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->Unregister(s.block_table[k]);
+    // Retire's release takes its unwritten blocks out of the prefix cache.
     Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "prefill: " + st.message())));
     return;
   }
@@ -793,7 +795,6 @@ void Engine::Prefill(Sequence* const* group, const int* chunks, int n) {
       counters_.prefill_chunks++;  // the rest in later steps
       continue;
     }
-    s.prefilled = true;
     for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->MarkReady(s.block_table[k]);
     if (s.wants_prompt_logprobs()) PromptLogprobsOf(s);
     scratch_.completed[static_cast<size_t>(done_at++)] = i;
@@ -813,7 +814,7 @@ void Engine::Decode() {
   batch.clear();
   views.clear();
   for (auto& p : running_) {
-    if (!p || p->done || p->paused || !p->admitted || !p->prefilled) continue;
+    if (!p || p->done || p->paused || !p->admitted || !p->prefilled()) continue;
     batch.push_back(p.get());
   }
   Grow(&batch);
@@ -929,7 +930,7 @@ void Engine::CheckInvariants() {
     }
     if (!p->admitted) broken(p.get(), "running, but not admitted");
     live++;
-    if (p->prefilled ? p->cached != static_cast<int>(p->kv_tokens.size()) : p->cached >= p->prompt_len) {
+    if (p->prefilled() && p->cached != static_cast<int>(p->kv_tokens.size())) {
       broken(p.get(), "cached does not match the tokens fed");
     }
     if (static_cast<int>(p->block_table.size()) < BlocksFor(p->cached, bs)) broken(p.get(), "fewer blocks than its K/V");
@@ -998,7 +999,7 @@ bool Engine::HasRunnableWork() const {
     if (!p || p->done || p->paused || !p->admitted) continue;
     // A prompt waiting for blocks another prefill computes is not work of
     // its own (were that one paused, the loop would spin).
-    if (p->prefilled || SharedReady(*p) || !SharedInProgress(*p)) return true;
+    if (p->prefilled() || SharedReady(*p) || !SharedInProgress(*p)) return true;
   }
   const Sequence* head = nullptr;  // the first in admission order
   const auto now = stream::Clock::now();

@@ -409,7 +409,7 @@ class Engine : public backend::Backend {
   // A step's lists (capacity max_batch, reserved by Create, cleared before
   // each use): the step loop allocates nothing for them.
   struct StepScratch {
-    std::vector<Sequence*> admitted;     // Admit: this step's admissions, in order
+    std::vector<Sequence*> chunked;      // PrefillStep: the prompts given a chunk, in admission order
     std::vector<Sequence*> order;        // Admit: the waiting, in admission order (grows with the queue)
     std::vector<Sequence*> grow;         // Grow: the batch by priority, then admission
     std::vector<int> chunks;             // PrefillStep: each prompt's tokens this step

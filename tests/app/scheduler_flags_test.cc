@@ -1,0 +1,112 @@
+// The scheduler's flags (issue 33) from the command line to the engine:
+// --admission, --kv-watermark, --scheduling-policy, --priority-aging-ms and
+// --max-num-batched-tokens parse into the config with their documented
+// defaults, every value outside its bound is refused naming the flag, and
+// the engine built from the config keeps them (a priority is served only
+// under --scheduling-policy priority; a budget below --max-batch is refused
+// at start-up naming both flags).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/backends.h"
+#include "app/config.h"
+#include "stream/stream.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tw::app {
+namespace {
+
+struct Args {
+  explicit Args(std::vector<std::string> a) : strings(std::move(a)) {
+    strings.insert(strings.begin(), {"tokenwire", "serve"});
+    for (auto& s : strings) argv.push_back(s.data());
+  }
+  int argc() const { return static_cast<int>(argv.size()); }
+  std::vector<std::string> strings;
+  std::vector<char*> argv;
+};
+
+Status Parse(std::vector<std::string> flags, Config* cfg) {
+  Args a(std::move(flags));
+  return ParseServeFlags(a.argc(), a.argv.data(), 2, cfg);
+}
+
+TEST(SchedulerFlags, DefaultsAndValuesReachTheConfig) {
+  const Config d;
+  EXPECT_EQ(d.admission, "optimistic");
+  EXPECT_EQ(d.kv_watermark, 0.01);
+  EXPECT_EQ(d.scheduling_policy, "fcfs");
+  EXPECT_EQ(d.priority_aging_ms, 1000);
+  EXPECT_EQ(d.max_num_batched_tokens, 512);
+  Config c;
+  ASSERT_TRUE(Parse({"--admission", "reserve", "--kv-watermark", "0.25", "--scheduling-policy", "priority",
+                     "--priority-aging-ms", "0", "--max-num-batched-tokens", "64"},
+                    &c)
+                  .ok());
+  EXPECT_EQ(c.admission, "reserve");
+  EXPECT_EQ(c.kv_watermark, 0.25);
+  EXPECT_EQ(c.scheduling_policy, "priority");
+  EXPECT_EQ(c.priority_aging_ms, 0);
+  EXPECT_EQ(c.max_num_batched_tokens, 64);
+}
+
+TEST(SchedulerFlags, EveryBoundIsRefusedNamingTheFlag) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--admission", "lazy"},          {"--kv-watermark", "1"},          {"--kv-watermark", "-0.01"},
+      {"--kv-watermark", "0.5x"},       {"--kv-watermark", ""},           {"--scheduling-policy", "lifo"},
+      {"--priority-aging-ms", "-1"},    {"--priority-aging-ms", "3600001"}, {"--max-num-batched-tokens", "0"},
+  };
+  for (const auto& flags : bad) {
+    Config c;
+    Status s = Parse(flags, &c);
+    EXPECT_FALSE(s.ok()) << flags[0] << " " << flags[1];
+    EXPECT_NE(s.message().find(flags[0]), std::string::npos) << s.message();
+  }
+  Config c;
+  EXPECT_TRUE(Parse({"--kv-watermark", "0"}, &c).ok());
+  EXPECT_TRUE(Parse({"--kv-watermark", "0.999"}, &c).ok());
+}
+
+TEST(SchedulerFlags, TheEngineBuiltFromTheConfigKeepsThem) {
+  tokenizer::Tokenizer tok;
+  ASSERT_TRUE(tokenizer::Tokenizer::LoadEmbedded(&tok).ok());
+  for (const char* policy : {"fcfs", "priority"}) {
+    Config c;
+    ASSERT_TRUE(Parse({"--backend", "cpu", "--threads", "1", "--max-batch", "4", "--max-num-batched-tokens", "40",
+                       "--scheduling-policy", policy},
+                      &c)
+                    .ok());
+    std::unique_ptr<backend::Backend> b;
+    BackendInfo info;
+    Status s = MakeBackend(c, &tok, nullptr, nullptr, &b, &info);
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::vector<backend::StatField> stats;
+    b->Stats(&stats);
+    bool budget = false;
+    for (const auto& f : stats) budget |= std::string(f.name) == "max_num_batched_tokens" && f.value == 40;
+    EXPECT_TRUE(budget);
+    backend::GenerationRequest r;
+    r.prompt_tokens = {1, 2, 3};
+    r.max_new_tokens = 2;
+    r.priority = 3;
+    auto st = std::make_shared<stream::Stream>("p", stream::StreamLimits{}, nullptr);
+    ApiError err;
+    EXPECT_EQ(b->Submit(st, r, &err), std::string(policy) == "priority") << policy << ": " << err.message;
+    b->Shutdown();
+  }
+  Config c;
+  ASSERT_TRUE(Parse({"--backend", "cpu", "--threads", "1", "--max-batch", "8", "--max-num-batched-tokens", "7"}, &c)
+                  .ok());
+  std::unique_ptr<backend::Backend> b;
+  BackendInfo info;
+  Status s = MakeBackend(c, &tok, nullptr, nullptr, &b, &info);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--max-num-batched-tokens"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--max-batch"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace tw::app
