@@ -12,22 +12,13 @@
 #include <vector>
 
 #include "app/backends.h"
+#include "app/cli_args.h"
 #include "app/config.h"
 #include "stream/stream.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tw::app {
 namespace {
-
-struct Args {
-  explicit Args(std::vector<std::string> a) : strings(std::move(a)) {
-    strings.insert(strings.begin(), {"tokenwire", "serve"});
-    for (auto& s : strings) argv.push_back(s.data());
-  }
-  int argc() const { return static_cast<int>(argv.size()); }
-  std::vector<std::string> strings;
-  std::vector<char*> argv;
-};
 
 Status Parse(std::vector<std::string> flags, Config* cfg) {
   Args a(std::move(flags));

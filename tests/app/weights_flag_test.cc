@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/backends.h"
+#include "app/cli_args.h"
 #include "app/config.h"
 #include "app/generate_cli.h"
 #include "engine/engine.h"
@@ -18,17 +19,6 @@
 
 namespace tw::app {
 namespace {
-
-// argv = {"tokenwire", "cmd", args...}; parsed from index 2.
-struct Args {
-  explicit Args(std::vector<std::string> a) : strings(std::move(a)) {
-    strings.insert(strings.begin(), {"tokenwire", "cmd"});
-    for (auto& s : strings) argv.push_back(s.data());
-  }
-  int argc() const { return static_cast<int>(argv.size()); }
-  std::vector<std::string> strings;
-  std::vector<char*> argv;
-};
 
 TEST(WeightsFlag, ServeParsesEachFormatAndDefaultsToF32) {
   Config d;
