@@ -64,7 +64,7 @@ $(BUILD)/dev/%: kernels/dev/%.cu $(KERNEL_LIB) $(call layer_lib,common) $(EMU_LI
 
 # The emulator and its own suite again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (its fibers tell ASan of every stack switch).
-EMU_ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+EMU_ASAN_FLAGS := -O1 $(DEBUGINFO) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 EMU_ASAN_SRCS  := $(filter-out %_test.cc,$(wildcard tests/cudaemu/*.cc)) $(wildcard src/common/*.cc)
 EMU_ASAN_BIN   := $(BUILD)/tests/cudaemu_tests_asan
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Engine benchmarks: overlap, joiners, slow readers, disconnects, prefix; then
+# Engine benchmarks: overlap, joiners, slow readers, disconnects, prefix,
+# scheduler; then
 # build/bench/render rewrites RESULTS.md from bench/results/.
 #
 #   bash bench/engine/run.sh                 quick: the random tiny model
@@ -64,7 +65,7 @@ if [ "$WEIGHTS" != f32 ]; then CMD="$CMD --weights $WEIGHTS"; SUFFIX="-$WEIGHTS"
 LABEL="quick: tiny model"
 [ -n "$FULL" ] && LABEL="full: GPT-2-small shape"
 mkdir -p bench/results
-for EXP in ${EXPS:-overlap joiners slow_readers disconnects prefix}; do
+for EXP in ${EXPS:-overlap joiners slow_readers disconnects prefix scheduler}; do
   echo "== engine $EXP ($LABEL)"
   "$BIN" --exp "$EXP" "${MODEL_ARGS[@]}" --threads "$THREADS" --weights "$WEIGHTS" $QUICK_ARG \
     --command "$CMD" --out "bench/results/engine-$EXP$SUFFIX.json" > /dev/null

@@ -82,7 +82,7 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
   engine::RunnerLimits l;
   l.max_batch = 32;
   l.block_size_tokens = 16;
-  l.max_prefill_tokens = 256;
+  l.max_step_tokens = 256;
   const int per_seq = engine::BlocksFor(context + steps + 1, 16);
   l.num_kv_blocks = 32 * per_seq + per_seq;
   std::unique_ptr<engine::ModelRunner> r;
@@ -105,7 +105,7 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
       engine::SeqView v = PrefillView(s);
       engine::SampledToken tok;
       double t0 = NowMs();
-      if (Status st = r->Prefill(&v, 1, &tok); !st.ok()) return st;
+      if (Status st = r->Step(&v, 1, &tok); !st.ok()) return st;
       if (rep >= 2) ms.push_back(NowMs() - t0);
     }
     t->prefill_ms = Median(ms);
@@ -117,7 +117,7 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
       seqs.push_back(make(i + 1, context));
       engine::SeqView v = PrefillView(seqs.back());
       engine::SampledToken tok;
-      if (Status st = r->Prefill(&v, 1, &tok); !st.ok()) return st;
+      if (Status st = r->Step(&v, 1, &tok); !st.ok()) return st;
       seqs.back().cached = context;
       seqs.back().last = tok.id;
       seqs.back().produced = 1;
@@ -129,7 +129,7 @@ Status Measure(const std::shared_ptr<const model::Gpt2Model>& m, bool tf32, int 
       views.clear();
       for (Seq& s : seqs) views.push_back(DecodeView(s));
       double t0 = NowMs();
-      if (Status st = r->Decode(views.data(), B, toks.data()); !st.ok()) return st;
+      if (Status st = r->Step(views.data(), B, toks.data()); !st.ok()) return st;
       if (step >= 3) ms.push_back(NowMs() - t0);  // the first step captures the bucket's graph
       for (int i = 0; i < B; i++) {
         seqs[i].cached++;
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
     js += ']';
   }
   js += "],\"notes\":[";
-  json::AppendQuoted(&js, "Wall clock around the runner's Prefill/Decode (each ends with the token ids on the host: "
+  json::AppendQuoted(&js, "Wall clock around the runner's Step (each ends with the token ids on the host: "
                           "packing, one copy in, the decode graph's replay, sampling on the device, one copy out), "
                           "median of the steps after the first three; context " + std::to_string(context) +
                           " tokens per sequence. Floor: max(weights + K/V read at the device-to-device copy "

@@ -1,5 +1,6 @@
 #include "app/backends.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "backend/mock_backend.h"
@@ -44,10 +45,10 @@ Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engin
 }
 
 const BackendSpec kBackends[] = {
-    // name    runner          weight_formats cpu_kernels lab_naive
-    {"cpu", MakeCpuRunner, true, true, true},
-    {"cuda", MakeCudaRunner, false, false, false},
-    {"mock", nullptr, false, false, false},
+    // name    runner          weight_formats cpu_kernels lab_naive default_step_tokens
+    {"cpu", MakeCpuRunner, true, true, true, 64},
+    {"cuda", MakeCudaRunner, false, false, false, 2048},
+    {"mock", nullptr, false, false, false, 0},
 };
 
 }  // namespace
@@ -57,6 +58,10 @@ const BackendSpec* FindBackend(std::string_view name) {
     if (name == b.name) return &b;
   }
   return nullptr;
+}
+
+int DefaultStepTokens(const BackendSpec& spec, int max_batch) {
+  return std::max(spec.default_step_tokens, 2 * max_batch);
 }
 
 std::string BackendNames() {
@@ -110,8 +115,8 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   engine::EngineOptions eo;
   eo.model_name = name;
   eo.max_batch = static_cast<int>(config.max_batch);
-  eo.prefill_batch_tokens = static_cast<int>(config.prefill_batch_tokens);
   eo.max_num_batched_tokens = static_cast<int>(config.max_num_batched_tokens);
+  if (eo.max_num_batched_tokens == 0) eo.max_num_batched_tokens = DefaultStepTokens(*spec, eo.max_batch);
   eo.num_kv_blocks = static_cast<int>(config.kv_blocks);
   eo.prefix_cache = config.prefix_cache;
   eo.admission = config.admission == "reserve" ? engine::AdmissionMode::kReserve : engine::AdmissionMode::kOptimistic;

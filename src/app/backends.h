@@ -43,10 +43,17 @@ struct BackendSpec {
   bool weight_formats;          // --weights bf16|q8 (else f32 only)
   bool cpu_kernels;             // runs on src/cpu's kernels (the summary names the ISA)
   bool lab_naive;               // --policy naive (the lab gate in its engine's step loop)
+  // --max-num-batched-tokens 0 (the default): this, or 2 x --max-batch if
+  // more (DECISIONS.md, "A step has a token budget": on the CPU, the
+  // largest step whose decoders' longest gap stays within 3x their median
+  // beside a long prompt; on a GPU, vLLM's default, not measured here).
+  int default_step_tokens;
 };
 
 // The row for `name`, or null.
 const BackendSpec* FindBackend(std::string_view name);
+// The token budget of a step when --max-num-batched-tokens is 0.
+int DefaultStepTokens(const BackendSpec& spec, int max_batch);
 // "cpu, cuda or mock": every name, for messages and --help.
 std::string BackendNames();
 

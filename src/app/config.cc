@@ -38,10 +38,9 @@ const IntFlag kIntFlags[] = {
      "a finished stream stays resumable for this long"},
     {"--drain-ms", &Config::drain_ms, 0, 3600000, "SIGTERM, SIGINT, SIGHUP, SIGQUIT: drain, and exit within this"},
     {"--max-batch", &Config::max_batch, 1, 4096, "sequences decoded together (engine)"},
-    {"--prefill-batch-tokens", &Config::prefill_batch_tokens, 1, 256,
-     "prompt tokens prefilled together in one pass (engine)"},
-    {"--max-num-batched-tokens", &Config::max_num_batched_tokens, 1, 1 << 20,
-     "tokens one engine step computes: every running sequence's decode, then prompt chunks with the rest (>= --max-batch)"},
+    {"--max-num-batched-tokens", &Config::max_num_batched_tokens, 0, 65536,
+     "tokens one engine step computes in one pass: every running sequence's decode, then prompt chunks with the "
+     "rest (>= --max-batch; 0 = cpu: max(64, 2 x --max-batch), cuda: max(2048, 2 x --max-batch))"},
     {"--kv-blocks", &Config::kv_blocks, 0, 1 << 24, "KV cache blocks (0 = max-batch full contexts)"},
     {"--block-size", &Config::block_size, 1, 1024, "tokens per KV block"},
     {"--priority-aging-ms", &Config::priority_aging_ms, 0, 3600000,
@@ -413,6 +412,13 @@ std::string HelpEntry(const std::string& flag, const std::string& text) {
 
 }  // namespace
 
+const char* RemovedFlag(std::string_view name) {
+  if (name == "--prefill-batch-tokens") {
+    return "a step's prompt chunks and decodes share one pass of up to --max-num-batched-tokens tokens";
+  }
+  return nullptr;
+}
+
 Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
   if (const char* k = std::getenv("TOKENWIRE_API_KEY")) cfg->api_key = k;
   for (int i = first; i < argc; i++) {
@@ -454,6 +460,9 @@ Status ParseServeFlags(int argc, char** argv, int first, Config* cfg) {
         if (Status s = next(&v); !s.ok()) return s;
       }
       if (Status s = f.set(v, cfg); !s.ok()) return s;
+    }
+    if (const char* why = RemovedFlag(name); !matched && why != nullptr) {
+      return Status::Error(name + " was removed: " + why);
     }
     if (!matched) return Status::Error("unknown flag '" + name + "' (see tokenwire serve --help)");
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -44,8 +45,9 @@ struct Config {
   int64_t drain_ms = 10000;
   // Engine.
   int64_t max_batch = 32;
-  int64_t prefill_batch_tokens = 64;  // prompts admitted together share passes of up to this many tokens
-  int64_t max_num_batched_tokens = 512;  // tokens one engine step computes: decodes first, then prompt chunks
+  // Tokens one engine step computes: decodes first, then prompt chunks (0:
+  // the backend's default, app::DefaultStepTokens).
+  int64_t max_num_batched_tokens = 0;
   int64_t kv_blocks = 0;        // 0 = enough for max_batch full contexts
   int64_t block_size = 16;
   bool prefix_cache = true;     // --prefix-cache on|off: share cached prompt-prefix KV blocks
@@ -104,5 +106,8 @@ struct Config {
 Status ParseServeFlags(int argc, char** argv, int first, Config* cfg);
 // The text of `tokenwire serve --help`.
 std::string ServeHelp();
+// A flag that was removed: why, and what replaced it (ParseServeFlags
+// refuses it with this); null for any other name.
+const char* RemovedFlag(std::string_view name);
 
 }  // namespace tw::app

@@ -14,17 +14,17 @@
 //     the tied LM head packed from wte;
 //   - the KV pool (the CPU's block layout and ids; num_kv_blocks blocks plus
 //     the padding rows' scratch blocks), zeroed;
-//   - activations for max(max_batch, max_prefill_tokens) rows, logits for
+//   - activations for max(max_batch, max_step_tokens) rows, logits for
 //     max_batch rows, the matmul and attention workspaces (zeroed once);
 //   - the step buffer (src/cuda/step_plan.h) in pinned host memory and on
 //     the device: a step's inputs are packed on the host and go over in one
 //     copy; only token ids come back.
-// Decode steps replay a CUDA graph per batch-size bucket (all captured when
-// the runner is made); prefill passes launch directly (their row counts
-// vary).
+// Steps of decode rows only replay a CUDA graph per batch-size bucket (all
+// captured when the runner is made); a step with prompt chunks is one pass
+// launched directly (its row counts vary).
 //
-// Threads: Create on any thread; Prefill, Decode and LastLogits from one
-// thread at a time (the engine's). Never: allocates or captures inside a
+// Threads: Create on any thread; Step and LastLogits from one thread at a
+// time (the engine's). Never: allocates or captures inside a
 // step, or synchronizes other than for the final copy of the token ids
 // (and, for a prompt longer than the step buffer, before each chunk is
 // packed into the pinned step buffer the previous chunk's copy reads).

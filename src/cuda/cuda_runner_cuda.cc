@@ -12,17 +12,19 @@
 //               x += fc @ Wproj + b
 //   ln = LN_f(x of the rows to sample); logits = ln @ wte^T; ids = sample
 //
-// Decode: every row samples, attention is DecodeAttention over each row's
-// table; the launches of each bucket are captured into a graph when the
-// runner is made, and a step replays its bucket's graph. Prefill: the rows
-// of several sequences packed together, PrefillAttention, then only each
-// sequence's last row is copied into a compact buffer, normalised,
-// multiplied by the LM head and sampled. A sequence longer than the step
-// buffer is prefilled in chunks (each chunk's attention reads the earlier
-// chunks' keys from the pool); the host waits for a chunk's copy of the
-// step buffer before packing the next into it. A prompt whose
-// log-probabilities are asked for also runs the head over its chunk's rows,
-// max_batch at a time, and computes them on the host.
+// A step (ModelRunner::Step) of decode rows only: every row samples,
+// attention is DecodeAttention over each row's table; the launches of each
+// bucket are captured into a graph when the runner is made, and the step
+// replays its bucket's graph. Any other step is one pass: the rows of all
+// its sequences (decode rows and prompt chunks alike) packed together,
+// PrefillAttention, then only each sampling sequence's last row is copied
+// into a compact buffer, normalised, multiplied by the LM head and sampled
+// (a chunk that does not end its prompt gets no logits). A lone sequence
+// longer than the step buffer is prefilled in chunks (each chunk's
+// attention reads the earlier chunks' keys from the pool); the host waits
+// for a chunk's copy of the step buffer before packing the next into it. A
+// row whose prompt log-probabilities are asked for also runs the head over
+// its rows, max_batch at a time, and computes them on the host.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -103,8 +105,7 @@ class CudaRunner : public engine::ModelRunner {
     return engine::ModelShape{c.n_ctx, c.vocab_size, c.eos_token_id};
   }
   engine::RunnerLimits limits() const override { return limits_; }
-  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
-  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
+  Status Step(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
 
   Status LastLogits(int rows, std::vector<float>* out);
   CudaRunnerStats Stats() const { return CudaRunnerStats{static_cast<int>(graphs_.size()), replays_}; }
@@ -116,19 +117,24 @@ class CudaRunner : public engine::ModelRunner {
   Status Layers(int rows, bool prefill, const kernels::BlockTables& tables);
   // LN_f, the LM head and sampling for `rows` rows of `x` (compact).
   Status Head(const float* x, int rows);
-  // A prompt's log-probabilities for the chunk just run (x_'s rows 0.. are
-  // seq's tokens [first, first + take)): LN_f and the LM head over up to
-  // max_batch of its rows at a time, their logits to the host, and
-  // model::ComputeLogprobs there (the CPU runner's code).
-  Status PromptLogprobs(const engine::SeqView& seq, int first, int take);
+  // A step of decode rows only: its bucket's graph replayed.
+  Status DecodeStep(const engine::SeqView* seqs, int count, engine::SampledToken* out);
+  // Any other step: one pass over every row (a lone long row in chunks).
+  Status PassStep(const engine::SeqView* seqs, int count, engine::SampledToken* out);
+  // A row's prompt log-probabilities for the pass just run (x_'s rows
+  // [row, row + take) are seq's tokens [first, first + take)): LN_f and the
+  // LM head over up to max_batch of its rows at a time, their logits to the
+  // host, and model::ComputeLogprobs there (the CPU runner's code).
+  Status PromptLogprobs(const engine::SeqView& seq, int first, int take, int row);
   // The whole decode forward of a bucket (what a graph holds).
   Status DecodeForward(int bucket);
   // Captures DecodeForward(bucket) into graphs_[bucket] (at start-up: a
   // capture while serving would stall the engine's step).
   Status CaptureDecode(int bucket);
-  // After a step's ids are on the host (ids_host_): out[i].id, and for a
-  // row that asks for log-probabilities, its logits copied to the host
-  // (row_host_) and model::ComputeLogprobs on them, the CPU runner's code.
+  // After a step's ids are on the host (ids_host_, one per sampling row,
+  // compact): out[i].id of each sampling row i, and for one that asks for
+  // log-probabilities, its logits copied to the host (row_host_) and
+  // model::ComputeLogprobs on them, the CPU runner's code.
   Status Collect(const engine::SeqView* seqs, int count, engine::SampledToken* out);
   void* At(size_t offset) const { return static_cast<char*>(step_dev_) + offset; }
 
@@ -137,7 +143,7 @@ class CudaRunner : public engine::ModelRunner {
   const CudaRunnerOptions options_;
   int C_ = 0, H_ = 0, hd_ = 0, V_ = 0, L_ = 0, n_ctx_ = 0;
   float eps_ = 1e-5f;
-  int rows_ = 0;  // activation rows: max(max_batch, max_prefill_tokens)
+  int rows_ = 0;  // activation rows: max(max_batch, max_step_tokens)
 
   void* stream_ = nullptr;
   kernels::DeviceBuffer weights_, pool_, acts_, logits_, gemm_ws_, attn_ws_buf_, step_buf_, ids_;
@@ -159,10 +165,13 @@ class CudaRunner : public engine::ModelRunner {
   float* qkv_ = nullptr;    // (rows_, 3C)
   float* att_ = nullptr;    // (rows_, C)
   float* fc_ = nullptr;     // (rows_, 4C)
-  float* xlast_ = nullptr;  // (max_batch, C) prefill: each sequence's last row
+  float* xlast_ = nullptr;  // (max_batch, C) a pass: each sampling sequence's last row
   float* logits_ptr_ = nullptr;  // (max_batch, V)
   int32_t* ids_dev_ = nullptr;   // (max_batch)
   std::vector<float> row_host_;  // (max_batch, V) rows' logits, for rows that ask for logprobs
+  // PassStep's per-sequence slices (max_batch each): first token, tokens
+  // taken, last row of each sequence in the pass.
+  std::vector<int> pass_first_, pass_take_, pass_last_;
 
   kernels::KvShape kv_;
   kernels::AttentionPlan attn_plan_;
@@ -201,7 +210,7 @@ Status CudaRunner::Init() {
     return Status::Error("--backend cuda: vocab_size " + std::to_string(V_) + " over the sampler's " +
                          std::to_string(kernels::kSampleMaxVocab));
   }
-  rows_ = std::max(limits_.max_batch, limits_.max_prefill_tokens);
+  rows_ = std::max(limits_.max_batch, limits_.max_step_tokens);
   TW_TRY(kernels::StreamCreate(&stream_));
   TW_TRY(kernels::GemmInit());
 
@@ -236,6 +245,9 @@ Status CudaRunner::Init() {
   TW_TRY(ids_.Allocate(B * sizeof(int32_t)));
   ids_dev_ = ids_.as<int32_t>();
   row_host_.assign(B * static_cast<size_t>(V_), 0.0f);
+  pass_first_.assign(B, 0);
+  pass_take_.assign(B, 0);
+  pass_last_.assign(B, 0);
 
   // Workspaces: the matmuls' (the largest any plan needs, for the rows it
   // gets) and the attention's; both zeroed once.
@@ -256,7 +268,7 @@ Status CudaRunner::Init() {
   // RunnerLimitsFor) the context's ids plus the named ones.
   const int edits_per_row =
       limits_.max_edits_per_row > 0 ? limits_.max_edits_per_row : n_ctx_ + engine::kMaxNamedIds;
-  layout_ = MakeStepLayout(limits_.max_batch, limits_.max_prefill_tokens, n_ctx_, limits_.block_size_tokens,
+  layout_ = MakeStepLayout(limits_.max_batch, limits_.max_step_tokens, n_ctx_, limits_.block_size_tokens,
                            edits_per_row);
   TW_TRY(kernels::MallocHost(&step_host_, layout_.bytes));
   std::memset(step_host_, 0, layout_.bytes);
@@ -387,11 +399,13 @@ Status CudaRunner::Head(const float* x, int rows) {
   return kernels::SampleTokens(logits_ptr_, rows, V_, static_cast<size_t>(V_), params, ids_dev_, stream_);
 }
 
-Status CudaRunner::PromptLogprobs(const engine::SeqView& seq, int first, int take) {
-  const int end = std::min(first + take, seq.n - 1);  // the last row draws the next token
+Status CudaRunner::PromptLogprobs(const engine::SeqView& seq, int first, int take, int row) {
+  const int entries = seq.sample ? seq.n - 1 : seq.n;  // a sampling row's last position draws
+  const int end = std::min(first + take, entries);
   for (int j = first; j < end; j += limits_.max_batch) {
     const int count = std::min(limits_.max_batch, end - j);
-    TW_TRY(kernels::LayerNorm(x_ + static_cast<size_t>(j - first) * C_, count, C_, lnf_w_, lnf_b_, eps_, ln_, stream_));
+    TW_TRY(kernels::LayerNorm(x_ + static_cast<size_t>(row + j - first) * C_, count, C_, lnf_w_, lnf_b_, eps_, ln_,
+                              stream_));
     TW_TRY(kernels::Gemm(plan_lm_, lm_head_, ln_, count, nullptr, logits_ptr_, GemmEpilogue::kStore, gemm_ws_.get(),
                          gemm_ws_bytes_, stream_));
     TW_TRY(kernels::CopyToHost(row_host_.data(), logits_ptr_, static_cast<size_t>(count) * V_ * sizeof(float),
@@ -400,7 +414,7 @@ Status CudaRunner::PromptLogprobs(const engine::SeqView& seq, int first, int tak
     for (int i = 0; i < count; i++) {
       engine::SampledToken& o = seq.prompt_out[j + i];
       o = engine::SampledToken();
-      o.id = seq.tokens[j + i + 1];
+      o.id = j + i + 1 < seq.n ? seq.tokens[j + i + 1] : seq.next_token;
       model::ComputeLogprobs(row_host_.data() + static_cast<size_t>(i) * V_, V_, 1.0f, seq.prompt_logprobs, &o);
     }
   }
@@ -429,11 +443,14 @@ Status CudaRunner::CaptureDecode(int bucket) {
   return Status::Ok();
 }
 
-Status CudaRunner::Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
-  if (count < 1 || count > limits_.max_batch) {
-    return Status::Error("cuda runner: " + std::to_string(count) + " sequences in one decode (1.." +
-                         std::to_string(limits_.max_batch) + ")");
-  }
+Status CudaRunner::Step(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
+  TW_TRY(engine::CheckStepRows(seqs, count, limits_, "cuda runner"));
+  bool decode = true;  // one token per row, every row sampling, no prompt log-probabilities
+  for (int i = 0; i < count && decode; i++) decode = seqs[i].n == 1 && seqs[i].sample && seqs[i].prompt_logprobs < 0;
+  return decode ? DecodeStep(seqs, count, out) : PassStep(seqs, count, out);
+}
+
+Status CudaRunner::DecodeStep(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   const int bucket = BucketFor(buckets_, count);
   int edits = 0;
   TW_TRY(PackDecode(seqs, count, bucket, layout_, bounds_, step_host_, &edits));
@@ -451,23 +468,16 @@ Status CudaRunner::Decode(const engine::SeqView* seqs, int count, engine::Sample
   return Collect(seqs, count, out);
 }
 
-Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
-  if (count < 1 || count > limits_.max_batch) {
-    return Status::Error("cuda runner: " + std::to_string(count) + " sequences in one prefill (1.." +
-                         std::to_string(limits_.max_batch) + ")");
-  }
-  TW_TRY(engine::CheckPromptLogprobsRows(seqs, count, "cuda runner"));
-  std::vector<int> first(static_cast<size_t>(count), 0), take(static_cast<size_t>(count)), last(static_cast<size_t>(count));
-  int total = 0;
-  for (int i = 0; i < count; i++) total += seqs[i].n;
-  if (count > 1 && total > layout_.rows) {
-    return Status::Error("cuda runner: a prefill pass of " + std::to_string(total) + " tokens (at most " +
-                         std::to_string(layout_.rows) + " for several sequences)");
-  }
-  // One pass, or (a single long prompt) chunks of layout_.rows tokens; the
-  // last chunk's last row is sampled.
+Status CudaRunner::PassStep(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
+  std::vector<int>& first = pass_first_;
+  std::vector<int>& take = pass_take_;
+  std::vector<int>& last = pass_last_;
+  std::fill(first.begin(), first.begin() + count, 0);
+  // One pass, or (a lone long row) chunks of layout_.rows tokens; the last
+  // chunk's last row is sampled (when the row samples).
   engine::SeqView one = seqs[0];
   const engine::SeqView* views = seqs;
+  int sampled = 0;
   for (int done = 0;;) {
     int rows = 0;
     // The previous chunk's copy of step_host_ runs on the stream, reading
@@ -477,50 +487,64 @@ Status CudaRunner::Prefill(const engine::SeqView* seqs, int count, engine::Sampl
     if (count == 1) {
       take[0] = std::min(layout_.rows, one.n - done);
       first[0] = done;
+      // Only the last chunk samples.
+      one.sample = seqs[0].sample && done + take[0] >= one.n;
       views = &one;
     } else {
       for (int i = 0; i < count; i++) take[static_cast<size_t>(i)] = seqs[i].n;
     }
     int edits = 0;
-    TW_TRY(PackPrefill(views, count, first.data(), take.data(), layout_, bounds_, step_host_, &rows, last.data(),
-                       &edits));
+    TW_TRY(PackPass(views, count, first.data(), take.data(), layout_, bounds_, step_host_, &rows, last.data(),
+                    &sampled, &edits));
     TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
     kernels::BlockTables tables{static_cast<const int32_t*>(At(layout_.tables)), count, layout_.table_stride};
     TW_TRY(Layers(rows, /*prefill=*/true, tables));
-    if (count == 1 && one.prompt_logprobs >= 0) TW_TRY(PromptLogprobs(one, done, take[0]));
+    for (int i = 0; i < count; i++) {
+      if (seqs[i].prompt_logprobs < 0) continue;
+      TW_TRY(PromptLogprobs(seqs[i], first[i], take[i], last[i] - take[i] + 1));
+    }
     done += take[0];
     if (count > 1 || done >= one.n) break;
   }
-  // Each sequence's last row, compact, then the head.
-  for (int i = 0; i < count; i++) {
-    TW_TRY(kernels::CopyOnDevice(xlast_ + static_cast<size_t>(i) * C_, x_ + static_cast<size_t>(last[i]) * C_,
-                                 static_cast<size_t>(C_) * sizeof(float), stream_));
+  if (sampled == 0) {
+    last_rows_ = 0;
+    return kernels::StreamSync(stream_);
   }
-  TW_TRY(Head(xlast_, count));
-  TW_TRY(kernels::CopyToHost(ids_host_, ids_dev_, static_cast<size_t>(count) * sizeof(int32_t), stream_));
+  // Each sampling sequence's last row, compact, then the head.
+  for (int i = 0, k = 0; i < count; i++) {
+    if (!seqs[i].sample) continue;
+    TW_TRY(kernels::CopyOnDevice(xlast_ + static_cast<size_t>(k) * C_, x_ + static_cast<size_t>(last[i]) * C_,
+                                 static_cast<size_t>(C_) * sizeof(float), stream_));
+    k++;
+  }
+  TW_TRY(Head(xlast_, sampled));
+  TW_TRY(kernels::CopyToHost(ids_host_, ids_dev_, static_cast<size_t>(sampled) * sizeof(int32_t), stream_));
   TW_TRY(kernels::StreamSync(stream_));
   return Collect(seqs, count, out);
 }
 
 Status CudaRunner::Collect(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
+  int k = 0;  // the sampled row of seqs[i]
   for (int i = 0; i < count; i++) {
-    if (ids_host_[i] < 0 || ids_host_[i] >= V_) {
-      return Status::Error("cuda runner: the sampler returned " + std::to_string(ids_host_[i]) + " for row " +
+    if (!seqs[i].sample) continue;
+    const int row = k++;
+    if (ids_host_[row] < 0 || ids_host_[row] >= V_) {
+      return Status::Error("cuda runner: the sampler returned " + std::to_string(ids_host_[row]) + " for row " +
                            std::to_string(i));
     }
     engine::SampledToken& o = out[i];
-    o.id = ids_host_[i];
+    o.id = ids_host_[row];
     o.has_logprobs = false;
     o.top_count = 0;
     const engine::SamplingRow& r = seqs[i].sampling;
     if (r.logprobs < 0) continue;
-    // The row's logits (compact: row i of this step's head) to the host.
-    TW_TRY(kernels::CopyToHost(row_host_.data(), logits_ptr_ + static_cast<size_t>(i) * V_,
+    // The row's logits (compact: row `row` of this step's head) to the host.
+    TW_TRY(kernels::CopyToHost(row_host_.data(), logits_ptr_ + static_cast<size_t>(row) * V_,
                                static_cast<size_t>(V_) * sizeof(float), stream_));
     TW_TRY(kernels::StreamSync(stream_));
     model::ComputeLogprobs(row_host_.data(), V_, r.temperature, r.logprobs, &o);
   }
-  last_rows_ = count;
+  last_rows_ = k;
   return Status::Ok();
 }
 
@@ -540,8 +564,8 @@ Status MakeCudaRunner(std::shared_ptr<const model::Gpt2Model> model, const engin
                       const CudaRunnerOptions& options, std::unique_ptr<engine::ModelRunner>* out) {
   if (!model) return Status::Error("cuda runner: no model");
   if (limits.max_batch < 1 || limits.num_kv_blocks < 1 || limits.block_size_tokens < 1 ||
-      limits.max_prefill_tokens < 1) {
-    return Status::Error("cuda runner: max_batch, num_kv_blocks, block_size_tokens and max_prefill_tokens must be >= 1");
+      limits.max_step_tokens < 1) {
+    return Status::Error("cuda runner: max_batch, num_kv_blocks, block_size_tokens and max_step_tokens must be >= 1");
   }
   auto r = std::make_unique<CudaRunner>(std::move(model), limits, options);
   if (Status s = r->Init(); !s.ok()) return s;

@@ -64,9 +64,9 @@ int BucketFor(const std::vector<int>& buckets, int batch) {
   return buckets.empty() ? batch : buckets.back();
 }
 
-StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size, int edits_per_row) {
+StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int block_size, int edits_per_row) {
   StepLayout l;
-  l.rows = std::max(max_batch, max_prefill_tokens);
+  l.rows = std::max(max_batch, max_step_tokens);
   l.table_stride = engine::BlocksFor(n_ctx, std::max(block_size, 1));
   const size_t ints = static_cast<size_t>(l.rows) * sizeof(int32_t);
   size_t at = 0;
@@ -178,11 +178,11 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
   return Status::Ok();
 }
 
-Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
-                   const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out,
-                   int* last_row, int* edits_used) {
+Status PackPass(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
+                const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out, int* last_row,
+                int* sampled_out, int* edits_used) {
   if (count < 1 || count > layout.rows) {
-    return Status::Error("cuda step: prefill of " + std::to_string(count) + " sequences (at most " +
+    return Status::Error("cuda step: a pass of " + std::to_string(count) + " sequences (at most " +
                          std::to_string(layout.rows) + ")");
   }
   int32_t* tokens = I32(buf, layout.tokens);
@@ -192,14 +192,15 @@ Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_toke
   I32(buf, layout.edit_rows)[0] = 0;
   int used = 0;
   int row = 0;
+  int sampled = 0;
   for (int i = 0; i < count; i++) {
     const engine::SeqView& v = seqs[i];
     const int first = first_token[i], n = take[i];
     if (n < 1 || first < 0 || first + n > v.n || v.tokens == nullptr) {
-      return Bad("prefill slice", i, n, "1..(tokens - first) from token " + std::to_string(first));
+      return Bad("pass slice", i, n, "1..(tokens - first) from token " + std::to_string(first));
     }
     if (row + n > layout.rows) {
-      return Status::Error("cuda step: a prefill pass of more than " + std::to_string(layout.rows) + " rows");
+      return Status::Error("cuda step: a pass of more than " + std::to_string(layout.rows) + " rows");
     }
     const int end = v.cached + first + n;  // positions written through end - 1
     if (v.cached < 0 || end > bounds.n_ctx) {
@@ -217,10 +218,13 @@ Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_toke
       row++;
     }
     last_row[i] = row - 1;
-    params[i] = ToSampleParams(v.sampling);
-    if (Status s = PackEdits(v, i, layout, bounds, buf, &used); !s.ok()) return s;
+    if (!v.sample) continue;
+    params[sampled] = ToSampleParams(v.sampling);
+    if (Status s = PackEdits(v, sampled, layout, bounds, buf, &used); !s.ok()) return s;
+    sampled++;
   }
   *rows_out = row;
+  *sampled_out = sampled;
   if (edits_used != nullptr) *edits_used = used;
   return Status::Ok();
 }

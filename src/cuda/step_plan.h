@@ -44,7 +44,7 @@ std::vector<int> DecodeBuckets(int max_batch);
 int BucketFor(const std::vector<int>& buckets, int batch);
 
 struct StepLayout {
-  int rows = 0;          // rows the buffer holds (max of decode batch and prefill rows)
+  int rows = 0;          // rows the buffer holds (max of decode batch and a pass's rows)
   int table_stride = 0;  // block ids per table row: enough for n_ctx positions
   // Byte offsets in the buffer; each part 256-byte aligned.
   size_t tokens = 0;     // int32 (rows)
@@ -62,9 +62,9 @@ struct StepLayout {
   size_t UsedBytes(int edits_used) const { return edits + static_cast<size_t>(edits_used) * sizeof(LogitEdit); }
 };
 
-// rows = max(max_batch, max_prefill_tokens); the table stride covers n_ctx
+// rows = max(max_batch, max_step_tokens); the table stride covers n_ctx
 // positions of block_size tokens; edit_capacity = max_batch * edits_per_row.
-StepLayout MakeStepLayout(int max_batch, int max_prefill_tokens, int n_ctx, int block_size, int edits_per_row = 0);
+StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int block_size, int edits_per_row = 0);
 
 // What the packer checks against.
 struct ModelBounds {
@@ -86,15 +86,18 @@ int PadBlocks(int max_batch, int n_ctx, int block_size);
 Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const StepLayout& layout,
                   const ModelBounds& bounds, void* buf, int* edits_used = nullptr);
 
-// One prefill pass of `count` sequences, rows in order: sequence i's tokens
-// [first_token[i], first_token[i] + take[i]) at positions cached + those
-// indexes, table row i, row_table = i. take[i] >= 1 and the total <=
-// layout.rows. Fills `buf` and *rows_out (the rows packed) and last_row[i]
-// (the row holding sequence i's last packed token), and *edits_used (if
-// given): sequence i's edits are sampled row i's.
-Status PackPrefill(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
-                   const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out,
-                   int* last_row, int* edits_used = nullptr);
+// One pass of `count` sequences (a mixed step: decode rows and prompt
+// chunks alike), rows in order: sequence i's tokens [first_token[i],
+// first_token[i] + take[i]) at positions cached + those indexes, table row
+// i, row_table = i. take[i] >= 1 and the total <= layout.rows. Fills `buf`
+// and *rows_out (the rows packed) and last_row[i] (the row holding sequence
+// i's last packed token). The sampling parameters and logit edits go to
+// the sampled rows only, compact: the k-th sequence whose SeqView::sample
+// is set is sampled row k (*sampled_out of them), the others are not
+// sampled at all. *edits_used (if given): the edits packed.
+Status PackPass(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
+                const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out, int* last_row,
+                int* sampled_out, int* edits_used = nullptr);
 
 // The sampling parameters of one row (greedy for padding).
 kernels::SampleParams ToSampleParams(const engine::SamplingRow& s);

@@ -53,7 +53,6 @@ struct Engine::Sequence {
   uint64_t arrival_order = 0;  // Submit's order (fcfs; priority's tie-break)
   uint64_t admit_order = 0;    // the latest admission's order (preemption takes the latest)
   int preemptions = 0;
-  uint64_t chunk_step = UINT64_MAX;  // the step that last prefilled a chunk of it
   backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
   LogitEditor edits;           // logit_bias, min_tokens and the penalties, as they stand
   // request.prompt_logprobs >= 0: the runner's entries (during the prefill),
@@ -90,7 +89,9 @@ RunnerLimits RunnerLimitsFor(const EngineOptions& o, int n_ctx) {
   if (l.num_kv_blocks == 0 && o.block_size_tokens >= 1) {
     l.num_kv_blocks = o.max_batch * BlocksFor(n_ctx, o.block_size_tokens);
   }
-  l.max_prefill_tokens = std::max(1, o.max_prefill_chunk_tokens);
+  // A step never holds more than max_batch whole contexts.
+  l.max_step_tokens = static_cast<int>(
+      std::clamp<int64_t>(o.max_num_batched_tokens, 1, static_cast<int64_t>(std::max(1, o.max_batch)) * n_ctx));
   l.threads = std::max(1, o.threads);
   l.max_edits_per_row = n_ctx + kMaxNamedIds;
   return l;
@@ -116,8 +117,8 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   o.max_batch = rl.max_batch;
   o.block_size_tokens = rl.block_size_tokens;
   o.num_kv_blocks = rl.num_kv_blocks;
-  o.max_prefill_chunk_tokens = rl.max_prefill_tokens;
   o.threads = rl.threads;
+  o.max_num_batched_tokens = std::min(o.max_num_batched_tokens, rl.max_step_tokens);
   if (o.max_num_batched_tokens < o.max_batch) {
     return Status::Error("engine: --max-num-batched-tokens (" + std::to_string(o.max_num_batched_tokens) +
                          ") must be at least --max-batch (" + std::to_string(o.max_batch) +
@@ -130,10 +131,9 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   e->pool_ = std::make_unique<BlockPool>(o.num_kv_blocks, o.block_size_tokens, o.prefix_cache);
   e->sampled_.assign(static_cast<size_t>(o.max_batch), SampledToken{});
   StepScratch& sc = e->scratch_;
-  sc.chunked.reserve(o.max_batch);
+  sc.rows.reserve(o.max_batch);
   sc.chunks.reserve(o.max_batch);
-  sc.completed.assign(static_cast<size_t>(o.max_batch), 0);
-  sc.batch.reserve(o.max_batch);
+  sc.grow.reserve(o.max_batch);
   sc.views.reserve(o.max_batch);
   e->eos_ = o.eos_token_id;
   e->watermark_blocks_ = static_cast<int>(std::ceil(o.kv_watermark * o.num_kv_blocks));
@@ -146,14 +146,14 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
 
   if (o.metrics != nullptr) {
     Metrics* r = o.metrics;
-    e->m_.step_seconds = r->AddHistogram("engine_step_seconds",
-                                         "Time of one engine step (admission, prefills, one decode).",
-                                         kStepBuckets);
-    e->m_.batch_size = r->AddHistogram("engine_batch_size", "Sequences in one batched decode.",
+    e->m_.step_seconds = r->AddHistogram(
+        "engine_step_seconds", "Time of one engine step (admission, one runner call over decodes and prompt chunks).",
+        kStepBuckets);
+    e->m_.batch_size = r->AddHistogram("engine_batch_size", "Sequences decoding in one step.",
                                        BatchBuckets(o.max_batch));
-    e->m_.prefill_seconds = r->AddHistogram("engine_prefill_seconds",
-                                            "Time of one prefill pass (one prompt, or several sharing the pass).",
-                                            kStepBuckets);
+    e->m_.prefill_seconds = r->AddHistogram(
+        "engine_prefill_seconds", "Runner time of a step that carried prompt chunks (beside its decodes).",
+        kStepBuckets);
     e->m_.queue_wait_seconds = r->AddHistogram(
         "request_queue_time_seconds", "Time from arrival to admission (KV blocks reserved).", kWaitBuckets);
     e->m_.kv_blocks_used = r->AddGauge("kv_blocks_used", "KV cache blocks reserved by sequences.");
@@ -347,7 +347,6 @@ void Engine::Stats(std::vector<backend::StatField>* out) const {
   field("most_preemptions", s.most_preemptions);
   field("prefix_cache", options_.prefix_cache ? 1 : 0);
   field("max_batch", options_.max_batch);
-  field("prefill_batch_tokens", options_.prefill_batch_tokens);
   field("max_num_batched_tokens", options_.max_num_batched_tokens);
   field("prefill_chunks", static_cast<int64_t>(s.prefill_chunks));
   field("block_size", options_.block_size_tokens);
@@ -427,7 +426,7 @@ void Engine::ReleaseBlocks(Sequence& s) {
   s.released = true;
   // A prefill that did not finish (cancelled between its chunks, or
   // failed) leaves no unwritten block in the prefix cache (a sharer waiting
-  // for one is sent back to wait: PrefillStep).
+  // for one is sent back to wait: Schedule).
   if (!s.prefilled()) {
     for (int k = s.shared_blocks; k < s.pending_end && k < static_cast<int>(s.block_table.size()); k++) {
       if (!pool_->IsReady(s.block_table[k])) pool_->Unregister(s.block_table[k]);
@@ -460,7 +459,7 @@ void Engine::ExpireWaiting(stream::Clock::time_point now) {
 
 void Engine::Admit() {
   // Strict admission order, as many as fit; their prefills follow
-  // (PrefillStep).
+  // (Schedule, RunRows).
   int live = Live();
   std::vector<Sequence*>& order = scratch_.order;
   AdmissionOrder(&order);
@@ -706,137 +705,104 @@ bool Engine::SharedInProgress(const Sequence& s) const {
   return true;
 }
 
-void Engine::PrefillStep() {
-  // What the step's decodes leave of the budget goes to prompt chunks.
-  int decodes = 0;
-  for (auto& p : running_) decodes += p && !p->done && p->admitted && p->prefilled() && !p->paused ? 1 : 0;
-  int budget = std::max(1, options_.max_num_batched_tokens - decodes);
-  const int pass_tokens = std::max(1, std::min(options_.prefill_batch_tokens, options_.max_prefill_chunk_tokens));
-  const uint64_t step = counters_.steps;
-  std::vector<Sequence*>& todo = scratch_.chunked;
-  std::vector<int>& chunks = scratch_.chunks;
-  // Two rounds: a prompt sharing blocks that another computes in the first
-  // round's passes goes in the second.
-  for (int round = 0; round < 2 && budget > 0; round++) {
-    todo.clear();
-    chunks.clear();
-    for (auto& p : running_) {  // admission order
-      if (budget <= 0) break;
-      if (!p || p->done || !p->admitted || p->prefilled() || p->paused || p->chunk_step == step) continue;
-      Sequence& s = *p;
-      if (!SharedReady(s)) {
-        // Its owner is still computing the blocks it shares; or it ended
-        // before (cancelled, or its prefill failed): then s waits again and
-        // computes them itself when readmitted.
-        if (!SharedInProgress(s)) Preempt(s);
-        continue;
-      }
-      int c = ToPrefill(s);
-      if (s.wants_prompt_logprobs()) {
-        // Whole (every position's logits in one call), and first if it is
-        // over the budget.
-        if (c > budget && (round > 0 || !todo.empty())) continue;
-      } else {
-        c = std::min(c, budget);
-      }
-      budget -= c;
-      s.chunk_step = step;
-      todo.push_back(&s);
-      chunks.push_back(c);
+void Engine::Schedule() {
+  std::vector<Sequence*>& rows = scratch_.rows;
+  std::vector<int>& n = scratch_.chunks;
+  rows.clear();
+  n.clear();
+  // Decode rows first: every running, unpaused, prefilled sequence, each
+  // given the block its next position needs (which may preempt).
+  for (auto& p : running_) {
+    if (p && !p->done && !p->paused && p->prefilled()) rows.push_back(p.get());
+  }
+  Grow(&rows);
+  scratch_.decodes = static_cast<int>(rows.size());
+  n.assign(rows.size(), 1);
+  // What the decodes leave of the budget goes to prompt chunks, in
+  // admission order (max_num_batched_tokens >= max_batch: never below 1
+  // while a prompt is left, since it holds a batch slot).
+  int budget = options_.max_num_batched_tokens - scratch_.decodes;
+  for (auto& p : running_) {
+    if (budget <= 0) break;
+    if (!p || p->done || !p->admitted || p->prefilled() || p->paused) continue;
+    Sequence& s = *p;
+    if (!SharedReady(s)) {
+      // Its owner is still computing the blocks it shares (they are ready
+      // after this step: a step's rows never read what it writes); or it
+      // ended first (cancelled, or its prefill failed): then s waits again
+      // and computes them itself when readmitted.
+      if (!SharedInProgress(s)) Preempt(s);
+      continue;
     }
-    // Passes of up to prefill_batch_tokens tokens; a larger chunk, or a
-    // prompt whose log-probabilities are asked for, alone.
-    for (size_t i = 0; i < todo.size();) {
-      size_t j = i;
-      int tokens = 0;
-      while (j < todo.size() && (j == i || (tokens + chunks[j] <= pass_tokens && !todo[i]->wants_prompt_logprobs() &&
-                                           !todo[j]->wants_prompt_logprobs()))) {
-        tokens += chunks[j];
-        j++;
-      }
-      Prefill(todo.data() + i, chunks.data() + i, static_cast<int>(j - i));
-      i = j;
-    }
+    const int c = std::min(ToPrefill(s), budget);
+    budget -= c;
+    rows.push_back(&s);
+    n.push_back(c);
   }
 }
 
-void Engine::Prefill(Sequence* const* group, const int* chunks, int n) {
+void Engine::RunRows(Sequence* const* rows, const int* n, int count, int decodes) {
+  if (count == 0) return;
   auto t0 = stream::Clock::now();
   std::vector<SeqView>& views = scratch_.views;
   views.clear();
-  for (int i = 0; i < n; i++) {
-    Sequence& s = *group[i];
-    views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, chunks[i]));
-    // A chunk that does not end the prompt draws nothing anyone reads.
-    if (chunks[i] < ToPrefill(s)) views.back().sampling.logprobs = -1;
-    if (n == 1 && s.wants_prompt_logprobs()) {
-      s.prompt_out.assign(static_cast<size_t>(ToPrefill(s) - 1), SampledToken());
-      views.back().prompt_logprobs = s.request.prompt_logprobs;
-      views.back().prompt_out = s.prompt_out.data();
+  for (int i = 0; i < count; i++) {
+    Sequence& s = *rows[i];
+    if (i < decodes) {
+      views.push_back(ViewOf(s, &s.last_token, 1));
+      continue;
+    }
+    views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, n[i]));
+    SeqView& v = views.back();
+    const bool ends = s.cached + n[i] >= s.prompt_len;
+    v.sample = ends;  // a chunk that does not end the prompt draws nothing
+    if (s.wants_prompt_logprobs()) {
+      // Every position's log-probabilities, chunk by chunk (such a prompt
+      // shares no cached prefix: its first chunk starts at 0).
+      if (s.cached == 0) s.prompt_out.assign(static_cast<size_t>(std::max(0, s.prompt_len - 1)), SampledToken());
+      v.prompt_logprobs = s.request.prompt_logprobs;
+      v.prompt_out = s.prompt_out.data() + s.cached;
+      if (!ends) v.next_token = s.kv_tokens[static_cast<size_t>(s.cached + n[i])];
     }
   }
-  Status st = runner_->Prefill(views.data(), n, sampled_.data());
+  Status st = runner_->Step(views.data(), count, sampled_.data());
   if (!st.ok()) {
-    if (n > 1) {
-      // Nothing changed: prefill them one by one, so that only a bad prompt fails.
-      for (int i = 0; i < n; i++) Prefill(group + i, chunks + i, 1);
+    if (count > 1) {
+      // Nothing changed: run the rows one by one, so that only a bad one fails.
+      for (int i = 0; i < count; i++) RunRows(rows + i, n + i, 1, i < decodes ? 1 : 0);
       return;
     }
-    Sequence& s = *group[0];
-    // Retire's release takes its unwritten blocks out of the prefix cache.
-    Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "prefill: " + st.message())));
+    // Retire's release takes a prompt's unwritten blocks out of the prefix cache.
+    Retire(*rows[0], stream::Event::Error(ApiError::Make(
+                         ErrorCode::kInternal, std::string(decodes > 0 ? "decode: " : "prefill: ") + st.message())));
     return;
   }
-  int done_at = 0;  // group[0, done_at): the prompts this pass completed, in order
-  for (int i = 0; i < n; i++) {
-    Sequence& s = *group[i];
-    s.cached += chunks[i];
+  if (decodes < count) {
+    if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
+    counters_.prefill_passes++;
+  }
+  if (decodes > 0) {
+    if (m_.batch_size) m_.batch_size->Observe(decodes);
+    counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, decodes);
+  }
+  const int bs = options_.block_size_tokens;
+  for (int i = 0; i < count; i++) {
+    Sequence& s = *rows[i];
+    if (i < decodes) {
+      s.kv_tokens.push_back(s.last_token);  // its K/V is in the cache now
+      s.cached += 1;
+      if (s.cached % bs == 0) CacheFullBlocks(s, s.cached / bs, /*ready=*/true);
+      EmitToken(s, sampled_[static_cast<size_t>(i)]);
+      continue;
+    }
+    s.cached += n[i];
     if (s.cached < s.prompt_len) {
       counters_.prefill_chunks++;  // the rest in later steps
       continue;
     }
     for (int k = s.shared_blocks; k < s.pending_end; k++) pool_->MarkReady(s.block_table[k]);
     if (s.wants_prompt_logprobs()) PromptLogprobsOf(s);
-    scratch_.completed[static_cast<size_t>(done_at++)] = i;
-  }
-  if (m_.prefill_seconds) m_.prefill_seconds->Observe(SecondsSince(t0));
-  counters_.prefill_passes++;
-  // First tokens: out as soon as this pass ends, before the next pass.
-  for (int k = 0; k < done_at; k++) {
-    const int i = scratch_.completed[static_cast<size_t>(k)];
-    EmitToken(*group[i], sampled_[static_cast<size_t>(i)]);
-  }
-}
-
-void Engine::Decode() {
-  std::vector<Sequence*>& batch = scratch_.batch;
-  std::vector<SeqView>& views = scratch_.views;
-  batch.clear();
-  views.clear();
-  for (auto& p : running_) {
-    if (!p || p->done || p->paused || !p->admitted || !p->prefilled()) continue;
-    batch.push_back(p.get());
-  }
-  Grow(&batch);
-  for (Sequence* s : batch) views.push_back(ViewOf(*s, &s->last_token, 1));
-  if (batch.empty()) return;
-  const int B = static_cast<int>(batch.size());
-  if (m_.batch_size) m_.batch_size->Observe(B);
-  counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, B);
-  Status st = runner_->Decode(views.data(), B, sampled_.data());
-  if (!st.ok()) {
-    for (Sequence* s : batch) {
-      Retire(*s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, "decode: " + st.message())));
-    }
-    return;
-  }
-  const int bs = options_.block_size_tokens;
-  for (int b = 0; b < B; b++) {
-    Sequence& s = *batch[b];
-    s.kv_tokens.push_back(s.last_token);  // its K/V is in the cache now
-    s.cached += 1;
-    if (s.cached % bs == 0) CacheFullBlocks(s, s.cached / bs, /*ready=*/true);
-    EmitToken(s, sampled_[b]);
+    EmitToken(s, sampled_[static_cast<size_t>(i)]);
   }
 }
 
@@ -1018,8 +984,8 @@ void Engine::Step() {
   ExpireWaiting(t0);
   if (!ReadersGateClosed()) {
     Admit();
-    PrefillStep();
-    Decode();
+    Schedule();
+    RunRows(scratch_.rows.data(), scratch_.chunks.data(), static_cast<int>(scratch_.rows.size()), scratch_.decodes);
   }
   Compact();
   if (options_.check_invariants) CheckInvariants();

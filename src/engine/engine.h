@@ -25,24 +25,21 @@
 //      others), the first one that does not fit stops admission (no
 //      overtaking) — under priority, after preempting running sequences of
 //      a worse priority than its own to make room, if there are any;
-//   2b. prefills prompt chunks within the step's token budget
-//      (max_num_batched_tokens, less one token per sequence the step
-//      decodes): the admitted prompts still to prefill, in admission order,
-//      each its next min(rest, budget left) tokens — a long prompt is
-//      spread over several steps while the others decode at each; a prompt
-//      whose log-probabilities are asked for goes whole. Several chunks share
-//      one pass while their tokens fit prefill_batch_tokens
-//      (ModelRunner::Prefill of several sequences: one read of the weights
-//      for all of them; a longer chunk runs alone, and the runner splits
-//      it); a prompt sharing blocks that another is still computing waits
-//      for them (a second round of the step takes those its first round
-//      completed; if their owner ends first, the sharer waits again and
-//      computes them itself). Each pass's first tokens are appended as soon as it ends,
-//      before the next pass and before the decode;
-//   3. runs ONE batched decode (ModelRunner::Decode) over every running,
-//      unpaused sequence, after giving each the block its next position
-//      needs (optimistic admission): when none is free, the running
-//      sequence of the worst priority, latest admitted, is preempted;
+//   3. builds the step's rows within its token budget
+//      (max_num_batched_tokens): first every running, unpaused sequence's
+//      decode row (one token), after giving each the block its next position
+//      needs (optimistic admission: when none is free, the running sequence
+//      of the worst priority, latest admitted, is preempted); then, with
+//      what is left, the admitted prompts still to prefill, in admission
+//      order, each its next min(rest, budget left) tokens — a long prompt
+//      is spread over several steps while the others decode at each. A
+//      prompt sharing blocks that another is still computing waits a step
+//      for them (a step's rows never read blocks the same step writes); if
+//      their owner ends first, the sharer waits again and computes them
+//      itself. Then ONE runner call (ModelRunner::Step) computes every row
+//      in one pass: one read of the weights for the whole step. A chunk that
+//      does not end its prompt draws nothing; one that does draws the
+//      prompt's first token;
 //   4. appends token events and finishes sequences (done with finish_reason
 //      length / eos / stop / cancelled, or an error event).
 //
@@ -85,9 +82,10 @@
 //
 // Prompt log-probabilities (GenerationRequest::prompt_logprobs): such a
 // request reads nothing from the prefix cache (every position's logits are
-// computed; its own blocks are still cached for others) and is prefilled
-// alone; the runner fills one entry per prompt position, and the first
-// token event carries them (stream::PromptLogprobs).
+// computed; its own blocks are still cached for others) and is prefilled in
+// chunks like any other; the runner fills one entry per prompt position as
+// each chunk passes, and the first token event carries them
+// (stream::PromptLogprobs).
 //
 // Prefix caching (EngineOptions::prefix_cache, --prefix-cache, on by
 // default): every full block of a sequence — of its prompt at admission, of
@@ -100,11 +98,13 @@
 // written. Because a runner's K/V and logits are bitwise independent of
 // chunking and of the batch, a request's tokens are the same with the cache
 // on or off. Prompts admitted in the same step share too: the first one's
-// prompt blocks are cached at its admission and the sharer is prefilled in a
-// later pass (if that prefill fails, the sharer ends with an error).
+// prompt blocks are cached at its admission and the sharer is prefilled in
+// the step after they are written (if that prefill fails, the sharer
+// computes them itself).
 //
 // Metrics (when EngineOptions::metrics is set; names get the tokenwire_
-// prefix): engine_step_seconds, engine_batch_size, engine_prefill_seconds (per pass),
+// prefix): engine_step_seconds, engine_batch_size (decode rows per step),
+// engine_prefill_seconds (runner time of a step with prompt chunks),
 // request_queue_time_seconds (arrival to admission, vLLM's definition)
 // histograms; kv_blocks_used, kv_blocks_free, engine_running, engine_waiting
 // gauges; kv_double_releases_total; prefix_cache_queries_total and
@@ -183,14 +183,14 @@ struct EngineOptions {
   int num_kv_blocks = 0;            // KV pool size in blocks; 0 = max_batch full contexts
   int block_size_tokens = 16;       // tokens per KV block
   int threads = 1;                  // compute threads of a CPU runner (the engine thread included)
-  int max_prefill_chunk_tokens = 256;
   // Scheduling.
   int max_waiting = 64;             // requests queued for a slot; Submit refuses beyond
-  int prefill_batch_tokens = 64;    // prompts admitted together are prefilled in passes of up to this many tokens
   // Tokens one step computes (--max-num-batched-tokens, vLLM's name): every
   // running sequence's decode row first, the rest for prompt chunks, so a
   // long prompt is spread over several steps while the others decode at
-  // each. At least max_batch.
+  // each; the runner's one pass holds this many rows (RunnerLimits::
+  // max_step_tokens). At least max_batch. The server sets it per backend
+  // (app::DefaultStepTokens: 64 on the CPU); 512 here.
   int max_num_batched_tokens = 512;
   int64_t retry_after_ms = 1000;    // suggested in an `overloaded` refusal
   int eos_token_id = -1;            // -1 = the model config's eos_token_id
@@ -225,12 +225,12 @@ struct EngineStats {
   uint64_t releases = 0;        // block releases (one per admitted sequence)
   uint64_t double_releases = 0; // detected second releases (must stay 0)
   uint64_t steps = 0;
-  uint64_t prefill_passes = 0;  // forward passes that prefilled prompts (several may share one)
+  uint64_t prefill_passes = 0;  // steps that carried prompt chunks (beside their decodes)
   uint64_t prefill_chunks = 0;  // prompt chunks that left the rest of their prompt for a later step
   uint64_t tokens_generated = 0;
   uint64_t queue_timeouts = 0;
   uint64_t refused = 0;         // Submit refusals (overloaded, too long)
-  int64_t max_batch_seen = 0;   // largest decode batch so far
+  int64_t max_batch_seen = 0;   // most decode rows in one step so far
   uint64_t reader_waits = 0;    // times the loop slept on a naive stream's readers
   int64_t kv_blocks_cached = 0;         // blocks in the prefix cache (referenced or evictable)
   uint64_t prefix_cache_queries = 0;    // prompt tokens looked up at admission
@@ -328,14 +328,15 @@ class Engine : public backend::Backend {
   // (optimistic admission), preempting when none is free; the preempted
   // leave the batch.
   void Grow(std::vector<Sequence*>* batch);
-  // The step's prompt chunks: what the decodes leave of
-  // max_num_batched_tokens, to the admitted prompts still to prefill in
-  // admission order, in passes of up to prefill_batch_tokens tokens.
-  void PrefillStep();
-  // Prefills chunks[i] more prompt tokens of each of `n` sequences in one
-  // pass (n == 1: the runner splits a long chunk) and appends the first
-  // tokens of the prompts it completes.
-  void Prefill(Sequence* const* group, const int* chunks, int n);
+  // The step's rows (scratch_.rows, .chunks: tokens per row, .decodes):
+  // every decoding sequence's row, then prompt chunks with what the decodes
+  // leave of max_num_batched_tokens, in admission order.
+  void Schedule();
+  // One runner call over rows[0, count) (the first `decodes` decode rows,
+  // then n[i] prompt tokens each), then each row's results: tokens
+  // appended, prompts advanced, first tokens of the prompts completed. A
+  // failed call is retried row by row, so that only a bad row fails.
+  void RunRows(Sequence* const* rows, const int* n, int count, int decodes);
   // The blocks s shares that are not ready yet are being computed by a
   // live prefill (else that prefill failed).
   bool SharedInProgress(const Sequence& s) const;
@@ -350,7 +351,6 @@ class Engine : public backend::Backend {
   void CacheFullBlocks(Sequence& s, int full_blocks, bool ready);
   // Every block s shares has been written (by the prefill of its owner).
   bool SharedReady(const Sequence& s) const;
-  void Decode();
   // The runner's view of a sequence appending `tokens[0..n)`.
   static SeqView ViewOf(const Sequence& s, const int32_t* tokens, int n);
   // Appends the token event for `sampled` (with its log-probabilities when
@@ -409,12 +409,11 @@ class Engine : public backend::Backend {
   // A step's lists (capacity max_batch, reserved by Create, cleared before
   // each use): the step loop allocates nothing for them.
   struct StepScratch {
-    std::vector<Sequence*> chunked;      // PrefillStep: the prompts given a chunk, in admission order
+    std::vector<Sequence*> rows;         // Schedule: the step's rows, decodes first
+    std::vector<int> chunks;             // Schedule: each row's tokens this step
+    int decodes = 0;                     // Schedule: rows[0, decodes) decode
     std::vector<Sequence*> order;        // Admit: the waiting, in admission order (grows with the queue)
-    std::vector<Sequence*> grow;         // Grow: the batch by priority, then admission
-    std::vector<int> chunks;             // PrefillStep: each prompt's tokens this step
-    std::vector<int> completed;          // Prefill: the rows whose prompt a pass completed (max_batch)
-    std::vector<Sequence*> batch;        // Decode: the rows of the batch
+    std::vector<Sequence*> grow;         // Grow: the decode rows by priority, then admission
     std::vector<SeqView> views;          // the runner's view of each row
   } scratch_;
   int naive_live_ = 0;  // live sequences of `naive` lab streams (the gate)

@@ -14,11 +14,11 @@ Status CpuRunner::Create(std::shared_ptr<const Gpt2Model> model, const engine::R
                          std::unique_ptr<CpuRunner>* out, cpu::WeightFormat weights) {
   if (!model) return Status::Error("cpu runner: no model");
   engine::RunnerLimits l = limits;
-  if (l.max_batch < 1 || l.num_kv_blocks < 1 || l.block_size_tokens < 1 || l.max_prefill_tokens < 1) {
-    return Status::Error("cpu runner: max_batch, num_kv_blocks, block_size_tokens and max_prefill_tokens "
+  if (l.max_batch < 1 || l.num_kv_blocks < 1 || l.block_size_tokens < 1 || l.max_step_tokens < 1) {
+    return Status::Error("cpu runner: max_batch, num_kv_blocks, block_size_tokens and max_step_tokens "
                          "must be >= 1, got " + std::to_string(l.max_batch) + ", " +
                          std::to_string(l.num_kv_blocks) + ", " + std::to_string(l.block_size_tokens) +
-                         ", " + std::to_string(l.max_prefill_tokens));
+                         ", " + std::to_string(l.max_step_tokens));
   }
   l.threads = std::max(l.threads, 1);
   const Gpt2Config& c = model->config();
@@ -30,13 +30,14 @@ Status CpuRunner::Create(std::shared_ptr<const Gpt2Model> model, const engine::R
   if (Status s = KvPool::Create(c, kc, &r->kv_); !s.ok()) return Status::Error("cpu runner: " + s.message());
   ForwardLimits fl;
   fl.max_batch = l.max_batch;
-  fl.max_prefill_chunk_tokens = l.max_prefill_tokens;
+  fl.max_pass_tokens = l.max_step_tokens;
   fl.weights = weights;
   if (Status s = Gpt2Forward::Create(*r->model_, r->kv_.get(), r->pool_.get(), fl, &r->forward_); !s.ok()) {
     return Status::Error("cpu runner: " + s.message());
   }
   for (int w = 0; w < r->pool_->threads(); w++) r->samplers_.push_back(std::make_unique<Sampler>(c.vocab_size));
   r->logits_.assign(static_cast<size_t>(l.max_batch) * c.vocab_size, 0.0f);
+  r->sampling_rows_.assign(static_cast<size_t>(l.max_batch), 0);
   *out = std::move(r);
   return Status::Ok();
 }
@@ -46,32 +47,29 @@ engine::ModelShape CpuRunner::shape() const {
   return engine::ModelShape{c.n_ctx, c.vocab_size, c.eos_token_id};
 }
 
-Status CpuRunner::CheckCount(const engine::SeqView* seqs, int count) const {
-  if (seqs == nullptr || count < 1 || count > limits_.max_batch) {
-    return Status::Error("cpu runner: " + std::to_string(count) + " sequences in one step (1.." +
-                         std::to_string(limits_.max_batch) + ")");
-  }
-  return Status::Ok();
-}
-
-// A prompt's log-probabilities, chunk by chunk: the rows whose next token
-// is in the prompt, max_batch rows of logits at a time (logits_), each row's
+// A prompt's log-probabilities, pass by pass: the rows of a row that asks
+// whose next token is known, max_batch rows of logits at a time (logits_,
+// free until the pass's sampling rows are computed), each row's
 // ComputeLogprobs on the pool.
-class CpuRunner::PromptLogprobs : public PrefillObserver {
+class CpuRunner::PromptLogprobs : public PassObserver {
  public:
-  PromptLogprobs(CpuRunner* r, const engine::SeqView& seq) : r_(r), seq_(seq) {}
+  PromptLogprobs(CpuRunner* r, const engine::SeqView* seqs) : r_(r), seqs_(seqs) {}
 
-  void OnChunk(Gpt2Forward& forward, int start, int rows) override {
+  void OnRows(Gpt2Forward& forward, int seq, int start, int row, int rows) override {
+    const engine::SeqView& v = seqs_[seq];
+    if (v.prompt_logprobs < 0) return;
     const int V = r_->model_->config().vocab_size;
-    const int end = std::min(start + rows, seq_.n - 1);  // the last row draws the next token
+    const int entries = v.sample ? v.n - 1 : v.n;  // a sampling row's last position draws
+    const int end = std::min(start + rows, entries);
     for (int first = start; first < end; first += r_->limits_.max_batch) {
       const int count = std::min(r_->limits_.max_batch, end - first);
-      forward.ChunkLogits(first - start, count, r_->logits_.data());
+      forward.PassLogits(row + first - start, count, r_->logits_.data());
       auto one = [&](int i, int) {
-        engine::SampledToken& o = seq_.prompt_out[first + i];
+        const int j = first + i;
+        engine::SampledToken& o = v.prompt_out[j];
         o = engine::SampledToken();
-        o.id = seq_.tokens[first + i + 1];
-        ComputeLogprobs(r_->logits_.data() + static_cast<size_t>(i) * V, V, 1.0f, seq_.prompt_logprobs, &o);
+        o.id = j + 1 < v.n ? v.tokens[j + 1] : v.next_token;
+        ComputeLogprobs(r_->logits_.data() + static_cast<size_t>(i) * V, V, 1.0f, v.prompt_logprobs, &o);
       };
       r_->pool_->ParallelFor(count, one);
     }
@@ -79,42 +77,38 @@ class CpuRunner::PromptLogprobs : public PrefillObserver {
 
  private:
   CpuRunner* r_;
-  const engine::SeqView& seq_;
+  const engine::SeqView* seqs_;
 };
 
 // The views go to the forward pass as they are: it reads each block table
 // in place (no copy per step).
-Status CpuRunner::Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
-  if (Status s = CheckCount(seqs, count); !s.ok()) return s;
-  if (Status s = engine::CheckPromptLogprobsRows(seqs, count, "cpu runner"); !s.ok()) return s;
-  PromptLogprobs prompt(this, seqs[0]);
-  Status st = count == 1 ? forward_->Prefill(seqs[0], logits_.data(), nullptr,
-                                             seqs[0].prompt_logprobs >= 0 ? &prompt : nullptr)
-                         : forward_->PrefillBatch(seqs, count, logits_.data());
+Status CpuRunner::Step(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
+  if (Status s = engine::CheckStepRows(seqs, count, limits_, "cpu runner"); !s.ok()) return s;
+  PromptLogprobs prompt(this, seqs);
+  bool asks = false;
+  for (int i = 0; i < count; i++) asks = asks || seqs[i].prompt_logprobs >= 0;
+  Status st = count == 1 ? forward_->Prefill(seqs[0], seqs[0].sample ? logits_.data() : nullptr, nullptr,
+                                             asks ? &prompt : nullptr)
+                         : forward_->Batch(seqs, count, logits_.data(), asks ? &prompt : nullptr);
   if (!st.ok()) return st;
-  SampleRows(seqs, count, out);
-  return Status::Ok();
-}
-
-Status CpuRunner::Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
-  if (Status s = CheckCount(seqs, count); !s.ok()) return s;
-  for (int i = 0; i < count; i++) {
-    if (seqs[i].n != 1) return Status::Error("cpu runner: a decode row has " + std::to_string(seqs[i].n) + " tokens");
-  }
-  if (Status s = forward_->DecodeBatch(seqs, count, logits_.data()); !s.ok()) return s;
   SampleRows(seqs, count, out);
   return Status::Ok();
 }
 
 void CpuRunner::SampleRows(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   const size_t V = static_cast<size_t>(model_->config().vocab_size);
-  auto draw = [&](int i, int worker) {
+  int k = 0;
+  for (int i = 0; i < count; i++) {
+    if (seqs[i].sample) sampling_rows_[static_cast<size_t>(k++)] = i;
+  }
+  auto draw = [&](int j, int worker) {
+    const int i = sampling_rows_[static_cast<size_t>(j)];
     const engine::SamplingRow& r = seqs[i].sampling;
     SamplingParams p{r.temperature, r.top_k, r.top_p, r.min_p};
-    float* row = logits_.data() + i * V;
-    for (int j = 0; j < r.num_edits; j++) {
-      const LogitEdit& e = r.edits[j];
-      if (e.id >= 0 && static_cast<size_t>(e.id) < V) row[e.id] = ApplyLogitEdit(row[e.id], e);
+    float* row = logits_.data() + j * V;
+    for (int e = 0; e < r.num_edits; e++) {
+      const LogitEdit& edit = r.edits[e];
+      if (edit.id >= 0 && static_cast<size_t>(edit.id) < V) row[edit.id] = ApplyLogitEdit(row[edit.id], edit);
     }
     engine::SampledToken& o = out[i];
     o.id = samplers_[worker]->Sample(row, p, CounterUniform(r.seed, r.counter));
@@ -122,9 +116,9 @@ void CpuRunner::SampleRows(const engine::SeqView* seqs, int count, engine::Sampl
     o.top_count = 0;
     if (r.logprobs >= 0) ComputeLogprobs(row, static_cast<int>(V), r.temperature, r.logprobs, &o);
   };
-  if (count > 1) {
-    pool_->ParallelFor(count, draw);
-  } else if (count == 1) {
+  if (k > 1) {
+    pool_->ParallelFor(k, draw);
+  } else if (k == 1) {
     draw(0, 0);
   }
 }

@@ -5,19 +5,19 @@
 // pool, the KV pool's memory (zero-filled at start-up), the forward pass
 // over it (model/forward.h: packed weights, scratch), one Sampler per pool
 // worker and the logits of one step. A step's sequences arrive as
-// engine::SeqViews (block tables owned by the engine), go through
-// Gpt2Forward (Prefill for one sequence, chunked; PrefillBatch for several;
-// DecodeBatch), and leave as one sampled token id each: each row's uniform
-// is CounterUniform(seed, counter), rows sampled in parallel on the pool; a
+// engine::SeqViews (block tables owned by the engine), go through one
+// Gpt2Forward pass (Batch: decode rows and prompt chunks side by side, one
+// read of the weights; a lone long row through Prefill, chunked), and leave
+// as one sampled token id per sampling row: each row's uniform is
+// CounterUniform(seed, counter), rows sampled in parallel on the pool; a
 // row that asks for log-probabilities gets them from ComputeLogprobs on the
-// same logits (model/sampling.h). A prompt's log-probabilities (a Prefill
-// row with prompt_logprobs) are computed as its chunks pass: max_batch rows
-// of logits at a time, in the same buffer.
+// same logits (model/sampling.h). A prompt's log-probabilities (a row with
+// prompt_logprobs) are computed after the pass's layers: max_batch rows of
+// logits at a time, in the same buffer.
 //
 // Threads: one caller (the engine thread) at a time; the work spreads over
 // the pool. Memory: everything is allocated in Create (the KV pool,
-// max_batch rows of logits, scratch); Prefill/Decode allocate nothing once
-// the per-row block-table scratch has grown to the longest table.
+// max_batch rows of logits, scratch); Step allocates nothing.
 // Never: keeps a SeqView's pointers after returning.
 #pragma once
 
@@ -45,19 +45,17 @@ class CpuRunner : public engine::ModelRunner {
   const char* kind() const override { return "cpu"; }
   engine::ModelShape shape() const override;
   engine::RunnerLimits limits() const override { return limits_; }
-  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
-  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
+  Status Step(const engine::SeqView* seqs, int count, engine::SampledToken* out) override;
 
   size_t packed_weight_bytes() const { return forward_->packed_weight_bytes(); }
   cpu::WeightFormat weight_format() const { return forward_->weight_format(); }
 
  private:
   CpuRunner(std::shared_ptr<const Gpt2Model> model, const engine::RunnerLimits& limits);
-  // Checks the step's size against max_batch.
-  Status CheckCount(const engine::SeqView* seqs, int count) const;
   class PromptLogprobs;
-  // Draws out[i] from row i of logits_ (and its log-probabilities when
-  // asked), rows spread over the pool.
+  // Draws out[i] of each sampling row i from logits_ (the k-th sampling
+  // row's logits are row k: Gpt2Forward::Batch's order), with its
+  // log-probabilities when asked, rows spread over the pool.
   void SampleRows(const engine::SeqView* seqs, int count, engine::SampledToken* out);
 
   const std::shared_ptr<const Gpt2Model> model_;
@@ -67,6 +65,7 @@ class CpuRunner : public engine::ModelRunner {
   std::unique_ptr<Gpt2Forward> forward_;
   std::vector<std::unique_ptr<Sampler>> samplers_;  // one per pool worker
   std::vector<float> logits_;                       // (max_batch, V)
+  std::vector<int> sampling_rows_;                  // (max_batch) SampleRows' rows that sample
 };
 
 }  // namespace tw::model

@@ -46,13 +46,13 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
       kv->head_dim() != c.n_embd / c.n_head) {
     return Status::Error("Gpt2Forward: KV pool shape does not match the model");
   }
-  if (limits.max_batch < 1 || limits.max_prefill_chunk_tokens < 1) {
-    return Status::Error("Gpt2Forward: max_batch and max_prefill_chunk_tokens must be >= 1, got " +
-                         Str(limits.max_batch) + " and " + Str(limits.max_prefill_chunk_tokens));
+  if (limits.max_batch < 1 || limits.max_pass_tokens < 1) {
+    return Status::Error("Gpt2Forward: max_batch and max_pass_tokens must be >= 1, got " + Str(limits.max_batch) +
+                         " and " + Str(limits.max_pass_tokens));
   }
   std::unique_ptr<Gpt2Forward> f(new Gpt2Forward(model, kv, pool, limits));
   const int C = c.n_embd, V = c.vocab_size;
-  f->max_rows_ = std::max(limits.max_batch, std::min(limits.max_prefill_chunk_tokens, c.n_ctx));
+  f->max_rows_ = std::max(limits.max_batch, limits.max_pass_tokens);
 
   // One slab for all packed matrices, in the chosen format.
   const cpu::WeightFormat fmt = limits.weights;
@@ -99,7 +99,7 @@ Status Gpt2Forward::Create(const Gpt2Model& model, KvPool* kv, cpu::ThreadPool* 
   f->row_prior_.assign(R, 0);
   f->row_pos_.assign(R, 0);
   f->group_begin_.assign(R + 1, 0);
-  f->prefill_tokens_.assign(R, 0);
+  f->pass_tokens_.assign(R, 0);
   *out = std::move(f);
   return Status::Ok();
 }
@@ -138,10 +138,10 @@ Status Gpt2Forward::CheckTokens(const int32_t* tokens, int n, const char* what) 
 }
 
 Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits,
-                            PrefillObserver* observer) {
+                            PassObserver* observer) {
   if (Status s = CheckSeq(seq, "Prefill"); !s.ok()) return s;
   const int V = cfg_.vocab_size, n = seq.n;
-  const int chunk = std::min(max_rows_, std::min(limits_.max_prefill_chunk_tokens, cfg_.n_ctx));
+  const int chunk = std::min(max_rows_, limits_.max_pass_tokens);
   for (int start = 0; start < n; start += chunk) {
     const int rows = std::min(chunk, n - start);
     for (int r = 0; r < rows; ++r) {
@@ -150,7 +150,7 @@ Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, floa
       row_prior_[r] = seq.cached + start;
     }
     RunRows(rows, seq.tokens + start);
-    if (observer) observer->OnChunk(*this, start, rows);
+    if (observer) observer->OnRows(*this, 0, start, 0, rows);
     if (all_logits) Logits(0, rows, all_logits + static_cast<size_t>(start) * V);
     if (last_logits && start + rows == n) {
       if (all_logits) {
@@ -163,27 +163,28 @@ Status Gpt2Forward::Prefill(const engine::SeqView& seq, float* last_logits, floa
   return Status::Ok();
 }
 
-Status Gpt2Forward::PrefillBatch(const engine::SeqView* seqs, int B, float* last_logits) {
-  if (!seqs || !last_logits || B < 1) {
-    return Status::Error("PrefillBatch: need B >= 1 sequences, got B=" + Str(B) + " (or null arguments)");
-  }
-  const int budget = std::min(max_rows_, limits_.max_prefill_chunk_tokens);
+Status Gpt2Forward::Batch(const engine::SeqView* seqs, int B, float* logits, PassObserver* observer) {
+  if (!seqs || B < 1) return Status::Error("Batch: need B >= 1 sequences, got B=" + Str(B) + " (or null arguments)");
+  const int budget = std::min(max_rows_, limits_.max_pass_tokens);
   long long total = 0;
+  int sampled = 0;
   for (int b = 0; b < B; ++b) {
-    if (Status s = CheckSeq(seqs[b], "PrefillBatch"); !s.ok()) {
+    if (Status s = CheckSeq(seqs[b], "Batch"); !s.ok()) {
       return Status::Error(s.message() + " (sequence " + Str(b) + ")");
     }
     for (int a = 0; a < b; ++a) {
       if (seqs[a].block_table == seqs[b].block_table) {
-        return Status::Error("PrefillBatch: sequences " + Str(a) + " and " + Str(b) + " are the same");
+        return Status::Error("Batch: sequences " + Str(a) + " and " + Str(b) + " are the same");
       }
     }
     total += seqs[b].n;
+    sampled += seqs[b].sample ? 1 : 0;
   }
   if (total > budget) {
-    return Status::Error("PrefillBatch: " + Str(total) + " prompt tokens exceed the pass limit of " +
-                         Str(budget) + " (max_prefill_chunk_tokens)");
+    return Status::Error("Batch: " + Str(total) + " tokens exceed the pass limit of " + Str(budget) +
+                         " (max_pass_tokens)");
   }
+  if (sampled > 0 && logits == nullptr) return Status::Error("Batch: rows sample, and no logits buffer");
   const int rows = static_cast<int>(total);
   int r = 0;
   for (int b = 0; b < B; ++b) {
@@ -191,22 +192,29 @@ Status Gpt2Forward::PrefillBatch(const engine::SeqView* seqs, int B, float* last
       row_seq_[r] = &seqs[b];
       row_pos_[r] = seqs[b].cached + i;
       row_prior_[r] = seqs[b].cached;
-      prefill_tokens_[r] = seqs[b].tokens[i];
+      pass_tokens_[r] = seqs[b].tokens[i];
     }
   }
-  RunRows(rows, prefill_tokens_.data());
-  // Gather each sequence's last row to the front of x_ (row b <= its last
-  // row, so moving in order never overwrites a row still to be read).
+  RunRows(rows, pass_tokens_.data());
+  if (observer) {
+    for (int b = 0, first = 0; b < B; first += seqs[b].n, ++b) observer->OnRows(*this, b, 0, first, seqs[b].n);
+  }
+  // Gather each sampling sequence's last row to the front of x_ (the k-th
+  // goes to row k <= its last row, so moving in order never overwrites a
+  // row still to be read).
   const int C = cfg_.n_embd;
   r = 0;
+  int k = 0;
   for (int b = 0; b < B; ++b) {
     r += seqs[b].n;
-    if (r - 1 != b) {
-      std::memmove(x_.get() + static_cast<size_t>(b) * C, x_.get() + static_cast<size_t>(r - 1) * C,
+    if (!seqs[b].sample) continue;
+    if (r - 1 != k) {
+      std::memmove(x_.get() + static_cast<size_t>(k) * C, x_.get() + static_cast<size_t>(r - 1) * C,
                    sizeof(float) * C);
     }
+    k++;
   }
-  Logits(0, B, last_logits);
+  if (k > 0) Logits(0, k, logits);
   return Status::Ok();
 }
 
@@ -232,9 +240,9 @@ Status Gpt2Forward::DecodeBatch(const engine::SeqView* seqs, int B, float* logit
     row_seq_[b] = &seqs[b];
     row_pos_[b] = seqs[b].cached;
     row_prior_[b] = seqs[b].cached;
-    prefill_tokens_[b] = seqs[b].tokens[0];
+    pass_tokens_[b] = seqs[b].tokens[0];
   }
-  RunRows(B, prefill_tokens_.data());
+  RunRows(B, pass_tokens_.data());
   Logits(0, B, logits);
   return Status::Ok();
 }

@@ -1,10 +1,12 @@
 // Gpt2Forward: the GPT-2 forward pass on the CPU over a paged KV cache.
 //
 // Prefill appends a prompt to one sequence and returns the logits of its last
-// position (optionally of every position). DecodeBatch runs ONE step for B
-// sequences of different lengths in one batched pass: every matmul runs over
-// the B rows together (one read of the weights per step), and attention runs
-// per sequence through its block table, reading K/V in place.
+// position (optionally of every position). Batch runs ONE pass over the
+// rows of B sequences of different lengths — an engine step: decoding
+// sequences' single tokens and prompt chunks side by side — where every
+// matmul runs over all the rows together (one read of the weights per step)
+// and attention runs per sequence through its block table, reading K/V in
+// place. DecodeBatch is Batch with one token per sequence.
 //
 // Weights: at Create() the four matrices of every layer and the tied LM head
 // (wte^T) are repacked into one 64-byte-aligned slab in the kernels' panel
@@ -15,12 +17,12 @@
 // Gpt2Model, which must outlive this object, as must the KvPool and the
 // ThreadPool.
 //
-// Bounds: scratch for max_rows() = max(max_batch, max_prefill_chunk_tokens)
-// rows of activations, plus n_ctx attention scores per thread, allocated once
-// in Create(); longer prompts are prefilled in chunks of
-// max_prefill_chunk_tokens. Nothing is allocated per call.
+// Bounds: scratch for max_rows() = max(max_batch, max_pass_tokens) rows of
+// activations, plus n_ctx attention scores per thread, allocated once in
+// Create(); a longer lone prompt is prefilled in chunks of max_pass_tokens.
+// Nothing is allocated per call.
 //
-// Threading: one thread calls Prefill/DecodeBatch at a time; the work is
+// Threading: one thread calls Prefill / Batch / DecodeBatch at a time; the work is
 // spread over the ThreadPool. At a given kernel level (cpu::ActiveIsa()),
 // results do not depend on the thread count, on the batch composition, on
 // the block size or on the prefill chunking: every row's arithmetic is the
@@ -46,8 +48,8 @@
 namespace tw::model {
 
 struct ForwardLimits {
-  int max_batch = 32;                  // sequences per DecodeBatch
-  int max_prefill_chunk_tokens = 256;  // prompt tokens per pass; longer prompts are chunked
+  int max_batch = 32;          // sequences per DecodeBatch
+  int max_pass_tokens = 256;   // rows one pass computes (a Batch's tokens; a longer lone prompt is chunked)
   // How the packed matrices are stored (--weights): f32 is the exact
   // reference; bf16 / q8 round them at load (cpu::WeightFormat).
   cpu::WeightFormat weights = cpu::WeightFormat::kF32;
@@ -55,13 +57,14 @@ struct ForwardLimits {
 
 class Gpt2Forward;
 
-// Sees each chunk of a Prefill after it has run through the layers (e.g. to
-// compute its rows' logits with Gpt2Forward::ChunkLogits).
-class PrefillObserver {
+// Sees each pass of a Prefill or Batch after its rows have run through the
+// layers (e.g. to compute some rows' logits with Gpt2Forward::PassLogits).
+class PassObserver {
  public:
-  virtual ~PrefillObserver() = default;
-  // The chunk holds the sequence's new tokens [start, start + rows).
-  virtual void OnChunk(Gpt2Forward& forward, int start, int rows) = 0;
+  virtual ~PassObserver() = default;
+  // Sequence `seq` (its index in the call) has its new tokens [start,
+  // start + rows) at the pass's rows [row, row + rows).
+  virtual void OnRows(Gpt2Forward& forward, int seq, int start, int row, int rows) = 0;
 };
 
 class Gpt2Forward {
@@ -77,23 +80,27 @@ class Gpt2Forward {
   // tokens and n are read; the caller advances its own length afterwards.
   // A table must hold BlocksFor(cached + n) blocks.
 
-  // Appends seq's n >= 1 tokens, in chunks of max_prefill_chunk_tokens.
+  // Appends seq's n >= 1 tokens, in chunks of max_pass_tokens.
   // last_logits (V), may be null: the logits of the last new position.
   // all_logits (n, V), may be null: the logits of every new position.
-  // observer, may be null: called after each chunk's layers.
+  // observer, may be null: called after each chunk's layers (seq 0).
   Status Prefill(const engine::SeqView& seq, float* last_logits, float* all_logits = nullptr,
-                 PrefillObserver* observer = nullptr);
-  // In PrefillObserver::OnChunk only: logits (count, V) of the chunk's rows
-  // [first, first + count), bitwise those Prefill returns for them.
-  void ChunkLogits(int first, int count, float* logits) { Logits(first, count, logits); }
+                 PassObserver* observer = nullptr);
+  // In PassObserver::OnRows only: logits (count, V) of the pass's rows
+  // [row, row + count), bitwise those Prefill returns for them.
+  void PassLogits(int row, int count, float* logits) { Logits(row, count, logits); }
 
-  // Prefills B distinct sequences in one pass: their prompt rows run side by
-  // side through every matmul (one read of the weights for all of them), and
-  // sequence b's last position's logits go to last_logits + b * V. The total
-  // of their n must be <= max_prefill_chunk_tokens (use Prefill for a longer
-  // prompt). Each sequence's logits are bitwise equal to its own Prefill's.
-  // On error nothing is written to the cache.
-  Status PrefillBatch(const engine::SeqView* seqs, int B, float* last_logits);
+  // One pass over B distinct sequences: their rows (sequence b's n tokens at
+  // positions [cached, cached + n)) run side by side through every matmul
+  // (one read of the weights for all of them). For each sequence whose
+  // SeqView::sample is set, the logits of its last position go to
+  // logits + k * V, k counting the sampling sequences before it (compact:
+  // the logits of a chunk that does not sample are never computed). The
+  // total of their n must be <= max_pass_tokens (use Prefill for a longer
+  // lone prompt). Each sequence's logits are bitwise equal to its own
+  // Prefill's. observer, may be null: called once per sequence after the
+  // layers. On error nothing is written to the cache.
+  Status Batch(const engine::SeqView* seqs, int B, float* logits, PassObserver* observer = nullptr);
 
   // One step for B sequences (1 <= B <= max_batch, all distinct, each n = 1):
   // appends each token and writes that position's logits to logits + b * V.
@@ -152,7 +159,7 @@ class Gpt2Forward {
   std::vector<int> row_pos_;              // (R) the row's position in its sequence
   std::vector<int> row_prior_;            // (R) its sequence's tokens cached before this pass
   std::vector<int> group_begin_;          // (R + 1) RunRows' attention groups: first row of each
-  std::vector<int32_t> prefill_tokens_;   // (R) the pass's tokens, side by side
+  std::vector<int32_t> pass_tokens_;      // (R) the pass's tokens, side by side
 };
 
 }  // namespace tw::model

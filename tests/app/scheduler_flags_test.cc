@@ -31,7 +31,7 @@ TEST(SchedulerFlags, DefaultsAndValuesReachTheConfig) {
   EXPECT_EQ(d.kv_watermark, 0.01);
   EXPECT_EQ(d.scheduling_policy, "fcfs");
   EXPECT_EQ(d.priority_aging_ms, 1000);
-  EXPECT_EQ(d.max_num_batched_tokens, 512);
+  EXPECT_EQ(d.max_num_batched_tokens, 0);  // the backend's default (below)
   Config c;
   ASSERT_TRUE(Parse({"--admission", "reserve", "--kv-watermark", "0.25", "--scheduling-policy", "priority",
                      "--priority-aging-ms", "0", "--max-num-batched-tokens", "64"},
@@ -48,7 +48,8 @@ TEST(SchedulerFlags, EveryBoundIsRefusedNamingTheFlag) {
   const std::vector<std::vector<std::string>> bad = {
       {"--admission", "lazy"},          {"--kv-watermark", "1"},          {"--kv-watermark", "-0.01"},
       {"--kv-watermark", "0.5x"},       {"--kv-watermark", ""},           {"--scheduling-policy", "lifo"},
-      {"--priority-aging-ms", "-1"},    {"--priority-aging-ms", "3600001"}, {"--max-num-batched-tokens", "0"},
+      {"--priority-aging-ms", "-1"},    {"--priority-aging-ms", "3600001"}, {"--max-num-batched-tokens", "-1"},
+      {"--max-num-batched-tokens", "65537"},
   };
   for (const auto& flags : bad) {
     Config c;
@@ -88,6 +89,23 @@ TEST(SchedulerFlags, TheEngineBuiltFromTheConfigKeepsThem) {
     EXPECT_EQ(b->Submit(st, r, &err), std::string(policy) == "priority") << policy << ": " << err.message;
     b->Shutdown();
   }
+  // Unset (0): the backend's default, 64 on the cpu backend, or twice
+  // --max-batch if more (every decode row and as many prompt tokens).
+  for (const auto& [max_batch, want] : std::vector<std::pair<std::string, int64_t>>{{"4", 64}, {"48", 96}}) {
+    Config d;
+    ASSERT_TRUE(Parse({"--backend", "cpu", "--threads", "1", "--max-batch", max_batch}, &d).ok());
+    std::unique_ptr<backend::Backend> b;
+    BackendInfo info;
+    ASSERT_TRUE(MakeBackend(d, &tok, nullptr, nullptr, &b, &info).ok());
+    std::vector<backend::StatField> stats;
+    b->Stats(&stats);
+    int64_t budget = -1;
+    for (const auto& f : stats) budget = std::string(f.name) == "max_num_batched_tokens" ? f.value : budget;
+    EXPECT_EQ(budget, want) << "--max-batch " << max_batch;
+    b->Shutdown();
+  }
+  EXPECT_EQ(DefaultStepTokens(*FindBackend("cuda"), 32), 2048);
+  EXPECT_EQ(DefaultStepTokens(*FindBackend("cpu"), 32), 64);
   Config c;
   ASSERT_TRUE(Parse({"--backend", "cpu", "--threads", "1", "--max-batch", "8", "--max-num-batched-tokens", "7"}, &c)
                   .ok());

@@ -146,7 +146,7 @@ TEST(StepPlan, DecodeRefusesWhatAKernelMustNeverSee) {
   EXPECT_FALSE(PackDecode(&v, 2, 1, l, bounds, buf.data()).ok()) << "more sequences than the bucket";
 }
 
-TEST(StepPlan, PrefillPacksEachSequencesRowsTogether) {
+TEST(StepPlan, APassPacksEachSequencesRowsTogether) {
   const ModelBounds bounds{128, 50257, 4, 100, 1};
   StepLayout l = MakeStepLayout(4, 16, 128, 4);
   std::vector<char> buf(l.bytes, 0);
@@ -154,9 +154,10 @@ TEST(StepPlan, PrefillPacksEachSequencesRowsTogether) {
   engine::SeqView v[2] = {a.View(0), b.View(0)};
   // The whole of b; a's tokens 2..5 (a later chunk of a long prompt would
   // come with cached advanced instead; here the slice is what is packed).
-  int first[2] = {2, 0}, take[2] = {4, 2}, rows = 0, last[2] = {-1, -1};
-  ASSERT_TRUE(PackPrefill(v, 2, first, take, l, bounds, buf.data(), &rows, last).ok());
+  int first[2] = {2, 0}, take[2] = {4, 2}, rows = 0, last[2] = {-1, -1}, sampled = 0;
+  ASSERT_TRUE(PackPass(v, 2, first, take, l, bounds, buf.data(), &rows, last, &sampled).ok());
   EXPECT_EQ(rows, 6);
+  EXPECT_EQ(sampled, 2);
   EXPECT_EQ(last[0], 3);
   EXPECT_EQ(last[1], 5);
   const int32_t want_tokens[] = {12, 13, 14, 15, 20, 21}, want_pos[] = {2, 3, 4, 5, 0, 1},
@@ -173,11 +174,11 @@ TEST(StepPlan, PrefillPacksEachSequencesRowsTogether) {
   Seq wide{{1, 2, 3, 4, 5}, std::vector<int32_t>(17, 7)};
   engine::SeqView w = wide.View(0);
   int f = 0, t = 17;
-  EXPECT_FALSE(PackPrefill(&w, 1, &f, &t, l, bounds, buf.data(), &rows, last).ok());
+  EXPECT_FALSE(PackPass(&w, 1, &f, &t, l, bounds, buf.data(), &rows, last, &sampled).ok());
   Seq short_table{{1}, {1, 2, 3, 4, 5}};
   engine::SeqView s = short_table.View(0);
   t = 5;
-  Status st = PackPrefill(&s, 1, &f, &t, l, bounds, buf.data(), &rows, last);
+  Status st = PackPass(&s, 1, &f, &t, l, bounds, buf.data(), &rows, last, &sampled);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("block table length"), std::string::npos) << st.message();
 }
@@ -214,11 +215,24 @@ TEST(StepPlan, LogitEditsArePackedPerRowLastInTheBufferAndChecked) {
   const auto* params = reinterpret_cast<const kernels::SampleParams*>(buf.data() + l.params);
   EXPECT_EQ(params[0].min_p_log, std::log(0.25f));
   EXPECT_EQ(params[1].min_p_log, 0.0f);  // off
-  // Prefill: sequence i's edits are sampled row i's.
-  int rows_out = 0, last[2] = {0, 0}, first[2] = {0, 0}, take[2] = {1, 1};
-  ASSERT_TRUE(PackPrefill(v, 2, first, take, l, bounds, buf.data(), &rows_out, last, &used).ok());
+  // A pass: sequence i's edits are sampled row i's when every row samples;
+  // a row that does not sample packs neither parameters nor edits, and the
+  // next sampling row takes its place (compact).
+  int rows_out = 0, last[2] = {0, 0}, first[2] = {0, 0}, take[2] = {1, 1}, sampled = 0;
+  ASSERT_TRUE(PackPass(v, 2, first, take, l, bounds, buf.data(), &rows_out, last, &sampled, &used).ok());
   EXPECT_EQ(used, 3);
+  EXPECT_EQ(sampled, 2);
   EXPECT_EQ(std::vector<int32_t>(rows, rows + 3), (std::vector<int32_t>{0, 2, 3}));
+  v[0].sample = false;
+  ASSERT_TRUE(PackPass(v, 2, first, take, l, bounds, buf.data(), &rows_out, last, &sampled, &used).ok());
+  EXPECT_EQ(sampled, 1);
+  EXPECT_EQ(used, 1);
+  EXPECT_EQ(std::vector<int32_t>(rows, rows + 2), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(e[0].id, 50256) << "b's edit is sampled row 0's";
+  EXPECT_EQ(params[0].min_p_log, 0.0f) << "b's parameters are sampled row 0's";
+  EXPECT_EQ(last[0], 0);
+  EXPECT_EQ(last[1], 1);
+  v[0].sample = true;
   // An id outside the vocabulary, and more edits than the step holds: refused by name.
   const LogitEdit bad[] = {{50257, 1.0f, 1.0f, 0.0f}};
   v[1].sampling.edits = bad;

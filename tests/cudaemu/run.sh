@@ -33,7 +33,8 @@ trap 'rm -rf "$LOGS"' EXIT
 # that goes through every part of the runner seam: prefill and decode of
 # single and batched sequences, EOS and stop strings over the runner's
 # tokens, an empty prompt, a request cancelled while waiting, prompts
-# admitted together in bounded prefill passes, and a fully cached prefix
+# admitted together sharing steps within the token budget (mixed steps of
+# decodes and prompt chunks, chunks that do not draw), and a fully cached prefix
 # with seeded sampling (the prefix cache's shared blocks on the device),
 # and the logit edits through the step buffer (logit_bias forcing an id,
 # greedy and sampled; min_tokens masking end-of-text and stop ids), and a
@@ -46,7 +47,7 @@ trap 'rm -rf "$LOGS"' EXIT
 ENGINE_FILTER='Engine.SingleTokenRequests:Engine.EmptyPromptStartsFromEndOfText:Engine.EosEndsTheStreamAndIsReported'
 ENGINE_FILTER+=':Engine.StopStringEndsTheStreamWithoutEmittingIt:Engine.CancelWaitingRequestNeverReachesTheModel'
 ENGINE_FILTER+=':Engine.LogitBiasOfPlus100ForcesItsIdGreedyAndSampled:Engine.MinTokensHoldsBackEndOfTextAndStopIdsUntilReached'
-ENGINE_FILTER+=':Engine.PromptsAdmittedTogetherShareBoundedPrefillPasses'
+ENGINE_FILTER+=':Engine.PromptsAdmittedTogetherShareTheStepsTokenBudget'
 ENGINE_FILTER+=':Engine.PromptLogprobsComeWithTheFirstTokenAndReadNoCachedPrefix'
 ENGINE_FILTER+=':*PreemptionOnTheRunner.APreemptedStreamEqualsItsSoloRun/0'
 ENGINE_FILTER+=':*ChunkedPrefill.ALongPromptIsSpreadOverStepsWhileAnotherDecodesAtEach/3'

@@ -627,17 +627,21 @@ TEST(Engine, BlockLimitedAdmissionInArrivalOrder) {
   ExpectClean(*e);
 }
 
-// Prompts admitted in the same step share prefill passes of up to
-// prefill_batch_tokens tokens, in arrival order; a longer prompt runs alone.
-// Six requests wait for blocks held by a paused one; cancelling it admits all
-// six in one step: [5, 5] (the 20-token prompt would overflow 16), [20],
-// [5, 5, 5]. Every stream equals its solo run.
-TEST(Engine, PromptsAdmittedTogetherShareBoundedPrefillPasses) {
+// Prompts admitted in the same step share its pass within the step's token
+// budget (max_num_batched_tokens), in admission order, after the decode
+// rows; a prompt that does not fit goes on in the next step. Six requests
+// wait for blocks held by a paused one; cancelling it admits all six in one
+// step. With a budget of 16: step 1 takes [5, 5, 6 of 20]; step 2 decodes
+// two and takes the 20's last 14; step 3 decodes three and takes [5, 5, 3
+// of 5]; step 4 decodes five and takes the last 2. Every stream equals its
+// solo run.
+TEST(Engine, PromptsAdmittedTogetherShareTheStepsTokenBudget) {
   EngineOptions o;
   o.admission = engine::AdmissionMode::kReserve;  // the paused holder holds every block
   o.block_size_tokens = 16;
   o.num_kv_blocks = 8;
-  o.prefill_batch_tokens = 16;
+  o.max_batch = 8;
+  o.max_num_batched_tokens = 16;
   auto e = MakeEngine(o);
   backend::GenerationRequest hold = MakeRequest(20, false);
   hold.prompt_tokens.resize(1);
@@ -666,7 +670,8 @@ TEST(Engine, PromptsAdmittedTogetherShareBoundedPrefillPasses) {
     EXPECT_EQ(got.tokens, Solo(reqs[i], o).tokens) << "request " << i;
     EXPECT_EQ(got.finish_reason, "length");
   }
-  EXPECT_TRUE(WaitFor([&] { return e->stats().prefill_passes == 1 + 3; })) << e->stats().prefill_passes;
+  EXPECT_TRUE(WaitFor([&] { return e->stats().prefill_passes == 1 + 4; })) << e->stats().prefill_passes;
+  EXPECT_EQ(e->stats().prefill_chunks, 2u) << "the 20-token prompt in step 1, the last 5-token one in step 3";
   EXPECT_EQ(WaitAndRead(*H).finish_reason, "cancelled");
   ExpectClean(*e);
 }

@@ -327,24 +327,20 @@ TEST(LabHttp, UnboundedStopsAtItsEventCap) {
 }
 
 // Not a lab flag, but tested here beside the other serve flags of the cpu
-// backend: --prefill-batch-tokens has its documented default and range
-// [1, 256] (max_prefill_chunk_tokens), and its value reaches the engine.
-TEST(EngineFlags, PrefillBatchTokensIsBoundedAndReachesTheEngine) {
-  app::Config cfg;
-  ASSERT_TRUE(ParseFlags({}, &cfg).ok());
-  EXPECT_EQ(cfg.prefill_batch_tokens, 64);
-  for (const char* bad : {"0", "257"}) {
-    cfg = app::Config();
-    Status s = ParseFlags({"--prefill-batch-tokens", bad}, &cfg);
-    EXPECT_FALSE(s.ok()) << bad;
-    EXPECT_NE(s.message().find("--prefill-batch-tokens"), std::string::npos) << s.message();
+// backend: --prefill-batch-tokens, removed when a step became one pass over
+// its decodes and prompt chunks, is refused naming what replaced it.
+TEST(EngineFlags, TheRemovedPrefillBatchTokensIsRefusedNamingItsReplacement) {
+  for (const char* v : {"16", "64"}) {
+    app::Config cfg;
+    Status s = ParseFlags({"--prefill-batch-tokens", v}, &cfg);
+    ASSERT_FALSE(s.ok()) << v;
+    EXPECT_NE(s.message().find("--prefill-batch-tokens was removed"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("--max-num-batched-tokens"), std::string::npos) << s.message();
   }
-  cfg = app::Config();
-  ASSERT_TRUE(ParseFlags({"--prefill-batch-tokens", "256"}, &cfg).ok());
-  AppServer srv({"--backend", "cpu", "--model", DataPath("golden/tiny-gpt2"), "--threads", "1",
-                 "--prefill-batch-tokens", "16"});
-  json::Value st = srv.CallJson("GET", "/stats");
-  EXPECT_EQ(st.Find("engine")->Find("prefill_batch_tokens")->as_int(), 16);
+  app::Config cfg;
+  Status s = ParseFlags({"--prefill-batch-tokens=16"}, &cfg);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("was removed"), std::string::npos) << s.message();
 }
 
 TEST(LabPolicyFlags, NaiveNeedsTheCpuEngine) {

@@ -1,10 +1,13 @@
 // The engine against the model-runner seam alone (engine/runner.h): a fake
 // runner that checks every step's SeqViews against the contract and answers
 // with tokens it can recompute. The engine must run to completion on it,
-// feed back each sequence's last token, advance `cached` by what it
-// appended, number each draw by its token index, hand a step block tables
-// that cover what is appended and never share a block that is written (a
-// shared prefix block lies wholly below `cached`), and release every block;
+// make each step ONE call within its token budget (decode rows first, then
+// prompt chunks, each prompt's chunks contiguous and only the last one
+// sampling), feed back each sequence's last token, advance `cached` by
+// what it appended, number each draw by its token index, hand a step block
+// tables that cover what is appended and never share a block that is
+// written (a shared prefix block lies wholly below `cached`), and release
+// every block;
 // a row's log-probabilities (asked for per request) reach its token events,
 // typed, with each token's bytes.
 #include <gtest/gtest.h>
@@ -34,9 +37,9 @@ class FakeRunner : public engine::ModelRunner {
     return static_cast<int32_t>(1 + (seed * 7919 + counter * 104729) % 50000);
   }
 
-  Status Prefill(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
+  Status Step(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
     {
-      // Held (HoldFirstPrefill) until Release: the requests submitted
+      // Held (HoldFirstStep) until Release: the requests submitted
       // meanwhile reach the engine's next step together, whatever the
       // machine's load.
       std::unique_lock<std::mutex> lock(hold_mu_);
@@ -44,40 +47,44 @@ class FakeRunner : public engine::ModelRunner {
     }
     std::lock_guard<std::mutex> lock(mu_);
     Check(seqs, count);
+    EXPECT_LE(count, limits_.max_batch);
+    int tokens = 0, decodes = 0, chunks = 0;
     for (int i = 0; i < count; i++) {
       const engine::SeqView& v = seqs[i];
-      EXPECT_EQ(v.cached % limits_.block_size_tokens, 0) << "a prompt is prefilled from a block boundary";
-      EXPECT_EQ(v.sampling.counter, 0u) << "the first draw is draw 0";
+      tokens += v.n;
+      auto it = state_.find(v.sampling.seed);
+      if (it != state_.end() && it->second.prompt > 0) {  // a decode row
+        EXPECT_EQ(chunks, 0) << "decode rows come before prompt chunks";
+        decodes++;
+        State& st = it->second;
+        EXPECT_EQ(v.n, 1);
+        EXPECT_TRUE(v.sample);
+        EXPECT_EQ(v.tokens[0], st.last) << "the engine feeds back the last token";
+        const uint64_t k = static_cast<uint64_t>(v.cached - st.prompt + 1);
+        EXPECT_EQ(v.sampling.counter, k) << "draw k after k tokens";
+        st.last = out[i].id = TokenFor(v.sampling.seed, k);
+        FillLogprobs(v.sampling, &out[i]);
+        continue;
+      }
+      chunks++;
       State& st = state_[v.sampling.seed];
+      if (st.fed == 0) {
+        EXPECT_EQ(v.cached % limits_.block_size_tokens, 0) << "a prompt is prefilled from a block boundary";
+      } else {
+        EXPECT_EQ(v.cached, st.fed) << "a prompt's chunks follow each other";
+      }
+      st.fed = v.cached + v.n;
+      prefilled_tokens_ += v.n;
+      if (!v.sample) continue;  // the prompt goes on in a later step
+      EXPECT_EQ(v.sampling.counter, 0u) << "the first draw is draw 0";
       st.prompt = v.cached + v.n;
       st.last = out[i].id = TokenFor(v.sampling.seed, 0);
       FillLogprobs(v.sampling, &out[i]);
-      prefilled_tokens_ += v.n;
     }
-    prefills_++;
-    return Status::Ok();
-  }
-
-  Status Decode(const engine::SeqView* seqs, int count, engine::SampledToken* out) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    Check(seqs, count);
-    EXPECT_LE(count, limits_.max_batch);
-    for (int i = 0; i < count; i++) {
-      const engine::SeqView& v = seqs[i];
-      EXPECT_EQ(v.n, 1);
-      auto it = state_.find(v.sampling.seed);
-      if (it == state_.end()) {
-        ADD_FAILURE() << "decode of a sequence never prefilled";
-        continue;
-      }
-      State& st = it->second;
-      EXPECT_EQ(v.tokens[0], st.last) << "the engine feeds back the last token";
-      const uint64_t k = static_cast<uint64_t>(v.cached - st.prompt + 1);
-      EXPECT_EQ(v.sampling.counter, k) << "draw k after k tokens";
-      st.last = out[i].id = TokenFor(v.sampling.seed, k);
-      FillLogprobs(v.sampling, &out[i]);
-    }
-    decodes_++;
+    EXPECT_TRUE(count == 1 || tokens <= limits_.max_step_tokens) << tokens << " tokens in one step";
+    steps_++;
+    if (chunks > 0) chunk_steps_++;
+    if (chunks > 0 && decodes > 0) mixed_steps_++;
     return Status::Ok();
   }
 
@@ -92,7 +99,7 @@ class FakeRunner : public engine::ModelRunner {
     }
   }
 
-  void HoldFirstPrefill() {
+  void HoldFirstStep() {
     std::lock_guard<std::mutex> lock(hold_mu_);
     hold_ = true;
   }
@@ -102,9 +109,17 @@ class FakeRunner : public engine::ModelRunner {
     hold_cv_.notify_all();
   }
 
-  int prefills() {
+  int steps() {
     std::lock_guard<std::mutex> lock(mu_);
-    return prefills_;
+    return steps_;
+  }
+  int chunk_steps() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return chunk_steps_;
+  }
+  int mixed_steps() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return mixed_steps_;
   }
   int prefilled_tokens() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -113,7 +128,8 @@ class FakeRunner : public engine::ModelRunner {
 
  private:
   struct State {
-    int prompt = 0;
+    int fed = 0;     // prompt tokens fed so far
+    int prompt = 0;  // the prompt's length, once its last chunk has run
     int32_t last = -1;
   };
   void Check(const engine::SeqView* seqs, int count) {
@@ -144,7 +160,7 @@ class FakeRunner : public engine::ModelRunner {
   std::condition_variable hold_cv_;
   bool hold_ = false;
   std::map<uint64_t, State> state_;  // by seed (each request here has its own)
-  int prefills_ = 0, decodes_ = 0;
+  int steps_ = 0, chunk_steps_ = 0, mixed_steps_ = 0;
   int prefilled_tokens_ = 0;
 };
 
@@ -156,10 +172,10 @@ TEST_P(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
   o.max_batch = 4;
   o.block_size_tokens = 8;
   o.num_kv_blocks = 40;
-  o.prefill_batch_tokens = 16;
+  o.max_num_batched_tokens = 8;  // prompts of up to 11 tokens: several go over more than one step
   engine::RunnerLimits limits = engine::RunnerLimitsFor(o, 128);
   auto runner = std::make_unique<FakeRunner>(limits);
-  runner->HoldFirstPrefill();
+  runner->HoldFirstStep();
   FakeRunner* fake = runner.get();
   std::unique_ptr<engine::Engine> e;
   ASSERT_TRUE(engine::Engine::Create(std::move(runner), &TinyModel::Get().tokenizer, o, &e).ok());
@@ -188,7 +204,12 @@ TEST_P(RunnerSeam, TheEngineRunsOnAnyRunnerThatKeepsTheContract) {
   engine::EngineStats st = WaitQuiet(*e);
   EXPECT_EQ(st.releases, static_cast<uint64_t>(kRequests));
   EXPECT_EQ(st.double_releases, 0u);
-  EXPECT_LT(fake->prefills(), kRequests) << "prompts admitted together share prefill passes";
+  // One runner call per step that had work; steps with prompt chunks are
+  // the engine's prefill passes, and some of them carried decodes too.
+  EXPECT_LE(static_cast<uint64_t>(fake->steps()), st.steps);
+  EXPECT_EQ(static_cast<uint64_t>(fake->chunk_steps()), st.prefill_passes);
+  EXPECT_GT(fake->mixed_steps(), 0) << "prompt chunks ran beside decodes";
+  EXPECT_GT(st.prefill_chunks, 0u) << "some prompt was spread over steps";
   // The prompts are 100, 101, ... of lengths 3..11: with the cache, those
   // longer than one block (8) share the first block of the first such one.
   int prompt_tokens = 0;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -127,7 +128,7 @@ TEST_P(PreemptionOnTheRunner, APreemptedStreamEqualsItsSoloRun) {
     // are waiting, so they are admitted in one step and grow in lockstep.
     auto ticker = NewGatedStream("ticker");
     ASSERT_TRUE(e->Submit(ticker, Req(29, 1, 3, false), nullptr));
-    ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= 2; }));
+    ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= 1; }));
     std::vector<std::shared_ptr<stream::Stream>> streams = {NewStream("a"), NewStream("b")};
     for (size_t i = 0; i < 2; i++) ASSERT_TRUE(e->Submit(streams[i], reqs[i], nullptr));
     ASSERT_TRUE(WaitFor([&] { return e->stats().waiting == 2; }));
@@ -160,9 +161,8 @@ TEST_P(ChunkedPrefill, ALongPromptIsSpreadOverStepsWhileAnotherDecodesAtEach) {
   auto e = MakeEngine(o);
   auto d = NewGatedStream("d");
   ASSERT_TRUE(e->Submit(d, dr, nullptr));
-  // Its first step: the prefill's token, then the decode's; then the loop
-  // waits at the gate.
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*d) >= 2; }));
+  // Its first step: the prefill's token; then the loop waits at the gate.
+  ASSERT_TRUE(WaitFor([&] { return TokenCount(*d) >= 1; }));
   auto l = NewStream("l");
   ASSERT_TRUE(e->Submit(l, lr, nullptr));
   const size_t d0 = TokenCount(*d);
@@ -182,13 +182,23 @@ TEST_P(ChunkedPrefill, ALongPromptIsSpreadOverStepsWhileAnotherDecodesAtEach) {
 
 INSTANTIATE_TEST_SUITE_P(GreedySeededCacheOffOn, ChunkedPrefill, ::testing::Values(0, 1, 2, 3));
 
+// The prompt log-probabilities a stream's first token event carries.
+std::shared_ptr<const stream::PromptLogprobs> FirstPromptLogprobs(const stream::Stream& s) {
+  std::vector<stream::EventPtr> evs;
+  EXPECT_TRUE(s.ReadFrom(1, 1 << 20, &evs));
+  for (const stream::EventPtr& ev : evs) {
+    if (ev->type == stream::EventType::kToken) return ev->prompt_logprobs;
+  }
+  return nullptr;
+}
+
 // Three identical 60-token prompts admitted together under a 12-token
 // budget: the first computes the shared blocks chunk by chunk, the others
 // wait for them (their shared blocks are not ready while its prefill runs)
 // and then prefill only their last, partial block; a 40-token prompt asking
-// for its log-probabilities is computed whole, over the budget. Every
-// stream equals its solo run.
-TEST(Scheduler, SharersWaitForAChunkedPrefixAndPromptLogprobsComeWhole) {
+// for its log-probabilities is chunked too, and its entries are bitwise
+// those of its prefill in one pass alone. Every stream equals its solo run.
+TEST(Scheduler, SharersWaitForAChunkedPrefixAndPromptLogprobsAreChunkedToo) {
   const std::vector<int32_t> prompt = Req(80, 60, 1, false).prompt_tokens;
   std::vector<backend::GenerationRequest> reqs;
   for (int i = 0; i < 3; i++) {
@@ -201,6 +211,15 @@ TEST(Scheduler, SharersWaitForAChunkedPrefixAndPromptLogprobsComeWhole) {
   reqs.push_back(scored);
   std::vector<Outcome> solo;
   for (auto& r : reqs) solo.push_back(SoloOf(r));
+  std::shared_ptr<const stream::PromptLogprobs> scored_solo;
+  {
+    auto alone = MakeEngine(EngineOptions());  // a 512-token budget: one pass
+    auto s = NewStream("scored");
+    ASSERT_TRUE(alone->Submit(s, scored, nullptr));
+    WaitAndRead(*s);
+    scored_solo = FirstPromptLogprobs(*s);
+    EXPECT_EQ(alone->stats().prefill_chunks, 0u);
+  }
   EngineOptions o = Checked(64, 4);
   o.max_num_batched_tokens = 12;
   auto e = MakeEngine(o);
@@ -210,17 +229,27 @@ TEST(Scheduler, SharersWaitForAChunkedPrefixAndPromptLogprobsComeWhole) {
     ASSERT_TRUE(e->Submit(streams.back(), reqs[i], nullptr));
   }
   for (size_t i = 0; i < reqs.size(); i++) EXPECT_EQ(WaitAndRead(*streams[i]).tokens, solo[i].tokens) << i;
-  std::vector<stream::EventPtr> evs;
-  ASSERT_TRUE(streams[3]->ReadFrom(1, 1 << 20, &evs));
-  auto first = std::find_if(evs.begin(), evs.end(),
-                            [](const stream::EventPtr& ev) { return ev->type == stream::EventType::kToken; });
-  ASSERT_NE(first, evs.end());
-  ASSERT_NE((*first)->prompt_logprobs, nullptr);
-  EXPECT_EQ((*first)->prompt_logprobs->size(), 40u);
+  std::shared_ptr<const stream::PromptLogprobs> got = FirstPromptLogprobs(*streams[3]);
+  ASSERT_NE(got, nullptr);
+  ASSERT_NE(scored_solo, nullptr);
+  ASSERT_EQ(got->size(), 40u);
+  ASSERT_EQ(scored_solo->size(), 40u);
+  for (size_t j = 0; j < got->size(); j++) {
+    const stream::TokenLogprobs &a = (*got)[j], &b = (*scored_solo)[j];
+    EXPECT_EQ(a.none, b.none) << j;
+    EXPECT_EQ(a.sampled.id, b.sampled.id) << j;
+    EXPECT_EQ(std::memcmp(&a.sampled.logprob, &b.sampled.logprob, sizeof(double)), 0) << "position " << j;
+    EXPECT_EQ(a.sampled.rank, b.sampled.rank) << j;
+    ASSERT_EQ(a.top.size(), b.top.size()) << j;
+    for (size_t t = 0; t < a.top.size(); t++) {
+      EXPECT_EQ(a.top[t].id, b.top[t].id) << j << " top " << t;
+      EXPECT_EQ(std::memcmp(&a.top[t].logprob, &b.top[t].logprob, sizeof(double)), 0) << j << " top " << t;
+    }
+  }
   ExpectSound(*e);
   const EngineStats st = e->stats();
   EXPECT_EQ(st.prefix_cache_hits, 2u * 48) << "the two sharers' three whole blocks";
-  EXPECT_GE(st.prefill_chunks, 4u);
+  EXPECT_GE(st.prefill_chunks, 4u + 3u) << "the shared prompt's and the scored one's";
 }
 
 // The owner of a prefix cancelled in the middle of its chunked prefill: the
@@ -238,7 +267,7 @@ TEST(Scheduler, AnOwnerCancelledMidPrefillLeavesItsSharerToComputeThePrefix) {
   auto e = MakeEngine(o);
   auto ticker = NewGatedStream("ticker");
   ASSERT_TRUE(e->Submit(ticker, Req(94, 1, 60, false), nullptr));
-  ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= 2; }));
+  ASSERT_TRUE(WaitFor([&] { return TokenCount(*ticker) >= 1; }));
   auto A = NewStream("A"), B = NewStream("B");
   ASSERT_TRUE(e->Submit(A, owner, nullptr));
   ASSERT_TRUE(e->Submit(B, sharer, nullptr));

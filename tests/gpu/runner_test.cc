@@ -121,7 +121,7 @@ engine::RunnerLimits Limits(int max_batch, int blocks) {
   l.max_batch = max_batch;
   l.num_kv_blocks = blocks;
   l.block_size_tokens = 16;
-  l.max_prefill_tokens = 256;
+  l.max_step_tokens = 256;
   return l;
 }
 
@@ -151,7 +151,7 @@ TEST(CudaRunner, LogprobsOfTheRowsThatAskEqualTheCpuCodeOnTheSameLogits) {
     views.push_back(v);
   }
   std::vector<engine::SampledToken> out(views.size());
-  TW_ASSERT_OK(r->Prefill(views.data(), static_cast<int>(views.size()), out.data()));
+  TW_ASSERT_OK(r->Step(views.data(), static_cast<int>(views.size()), out.data()));
   std::vector<float> logits;
   TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), static_cast<int>(views.size()), &logits));
   for (size_t c = 0; c < cases.size(); c++) {
@@ -192,7 +192,7 @@ TEST(CudaRunner, PromptLogprobsEqualTheFloat64ReferenceHoweverChunked) {
   std::unique_ptr<engine::ModelRunner> wide, narrow;
   TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), cuda::CudaRunnerOptions{}, &wide));
   engine::RunnerLimits small = Limits(3, 64);
-  small.max_prefill_tokens = 5;
+  small.max_step_tokens = 5;
   TW_ASSERT_OK(cuda::MakeCudaRunner(model, small, cuda::CudaRunnerOptions{}, &narrow));
   constexpr double tol = 5e-4;
   for (size_t c = 0; c < cases.size(); c++) {
@@ -203,12 +203,12 @@ TEST(CudaRunner, PromptLogprobsEqualTheFloat64ReferenceHoweverChunked) {
     std::vector<engine::SampledToken> a(T - 1), b(T - 1);
     engine::SeqView v = seq.Prefill();
     engine::SampledToken plain, out_a, out_b;
-    TW_ASSERT_OK(wide->Prefill(&v, 1, &plain));
+    TW_ASSERT_OK(wide->Step(&v, 1, &plain));
     v.prompt_logprobs = 5;
     v.prompt_out = a.data();
-    TW_ASSERT_OK(wide->Prefill(&v, 1, &out_a));
+    TW_ASSERT_OK(wide->Step(&v, 1, &out_a));
     v.prompt_out = b.data();
-    TW_ASSERT_OK(narrow->Prefill(&v, 1, &out_b));
+    TW_ASSERT_OK(narrow->Step(&v, 1, &out_b));
     EXPECT_EQ(out_a.id, plain.id) << c;
     EXPECT_EQ(out_b.id, plain.id) << c;
     for (size_t j = 0; j + 1 < T; j++) {
@@ -259,7 +259,7 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
     ASSERT_TRUE(alloc.Alloc(engine::BlocksFor(static_cast<int>(g.prompt.size() + g.greedy.size()), 16), &s.table));
     engine::SeqView v = s.Prefill();
     engine::SampledToken out;
-    TW_ASSERT_OK(r->Prefill(&v, 1, &out));
+    TW_ASSERT_OK(r->Step(&v, 1, &out));
     int32_t tok = out.id;
     std::vector<float> logits;
     TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
@@ -279,7 +279,7 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
       s.last = tok;
       s.produced = static_cast<int>(step) + 1;
       engine::SeqView d = s.Decode();
-      TW_ASSERT_OK(r->Decode(&d, 1, &out));
+      TW_ASSERT_OK(r->Step(&d, 1, &out));
       tok = out.id;
       s.cached++;
       TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
@@ -297,7 +297,7 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
     views.push_back(seqs[c].Prefill());
   }
   std::vector<engine::SampledToken> toks(cases.size());
-  TW_ASSERT_OK(r->Prefill(views.data(), 4, toks.data()));
+  TW_ASSERT_OK(r->Step(views.data(), 4, toks.data()));
   for (size_t step = 0; step < 40; step++) {
     std::vector<float> logits;
     TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 4, &logits));
@@ -315,9 +315,88 @@ TEST_P(CudaRunnerGolden, MatchesTheFloat64ReferenceAloneAndInOneBatch) {
       s.produced = static_cast<int>(step) + 1;
       views.push_back(s.Decode());
     }
-    TW_ASSERT_OK(r->Decode(views.data(), 4, toks.data()));
+    TW_ASSERT_OK(r->Step(views.data(), 4, toks.data()));
     for (Seq& s : seqs) s.cached++;
   }
+}
+
+// One engine step in one call: two sequences' decode rows beside a prompt
+// chunk that does not end its prompt (no logits, no draw) and a whole
+// prompt. The sampled rows' logits (compact: the decodes, then the whole
+// prompt) are bitwise each row's alone, and the chunked prompt, finished in
+// the next step beside a decode, ends with the logits of its prefill alone.
+TEST(CudaRunner, AMixedStepOfDecodesAndPromptChunksEqualsEachRowAlone) {
+  TW_REQUIRE_GPU();
+  auto model = LoadTiny();
+  const int V = model->config().vocab_size;
+  std::vector<Golden> cases = LoadGolden(V);
+  ASSERT_GE(cases.size(), 4u);
+  std::unique_ptr<engine::ModelRunner> solo, mixed;
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), cuda::CudaRunnerOptions{}, &solo));
+  TW_ASSERT_OK(cuda::MakeCudaRunner(model, Limits(4, 64), cuda::CudaRunnerOptions{}, &mixed));
+  auto make = [&](int c) {
+    Seq s;
+    s.prompt = cases[static_cast<size_t>(c)].prompt;
+    for (int b = 0; b < 8; b++) s.table.push_back(c * 8 + b);
+    return s;
+  };
+  // Prefills s alone on r; then, for a decoder, feeds back its first token.
+  auto prefill = [&](engine::ModelRunner* r, Seq* s, bool decoder) -> Status {
+    engine::SeqView v = s->Prefill();
+    engine::SampledToken t;
+    if (Status st = r->Step(&v, 1, &t); !st.ok()) return st;
+    if (decoder) {
+      s->cached = static_cast<int>(s->prompt.size());
+      s->last = t.id;
+      s->produced = 1;
+    }
+    return Status::Ok();
+  };
+  std::vector<std::vector<float>> want(4);
+  for (int c = 0; c < 4; c++) {
+    Seq s = make(c);
+    TW_ASSERT_OK(prefill(solo.get(), &s, c < 2));
+    if (c < 2) {
+      engine::SeqView d = s.Decode();
+      engine::SampledToken t;
+      TW_ASSERT_OK(solo->Step(&d, 1, &t));
+    }
+    TW_ASSERT_OK(cuda::CudaLastLogits(solo.get(), 1, &want[static_cast<size_t>(c)]));
+  }
+  Seq m[4] = {make(0), make(1), make(2), make(3)};
+  TW_ASSERT_OK(prefill(mixed.get(), &m[0], true));
+  TW_ASSERT_OK(prefill(mixed.get(), &m[1], true));
+  const int half = static_cast<int>(m[2].prompt.size()) / 2;
+  ASSERT_GE(half, 1);
+  engine::SeqView views[4] = {m[0].Decode(), m[1].Decode(), m[2].Prefill(), m[3].Prefill()};
+  views[2].n = half;
+  views[2].sample = false;
+  engine::SampledToken out[4];
+  out[2].id = -7;
+  TW_ASSERT_OK(mixed->Step(views, 4, out));
+  EXPECT_EQ(out[2].id, -7) << "a chunk that does not sample draws nothing";
+  std::vector<float> got;
+  TW_ASSERT_OK(cuda::CudaLastLogits(mixed.get(), 3, &got));
+  EXPECT_FALSE(cuda::CudaLastLogits(mixed.get(), 4, &got).ok()) << "three rows sampled";
+  TW_ASSERT_OK(cuda::CudaLastLogits(mixed.get(), 3, &got));
+  const int want_of_row[3] = {0, 1, 3};
+  for (int k = 0; k < 3; k++) {
+    EXPECT_EQ(0, std::memcmp(got.data() + static_cast<size_t>(k) * V, want[static_cast<size_t>(want_of_row[k])].data(),
+                             V * sizeof(float)))
+        << "sampled row " << k << " (case " << want_of_row[k] << ")";
+  }
+  // Case 2's rest beside case 3's first decode.
+  m[3].cached = static_cast<int>(m[3].prompt.size());
+  m[3].last = out[3].id;
+  m[3].produced = 1;
+  engine::SeqView rest = m[2].Prefill();
+  rest.cached = half;
+  rest.tokens = m[2].prompt.data() + half;
+  rest.n = static_cast<int>(m[2].prompt.size()) - half;
+  engine::SeqView views2[2] = {m[3].Decode(), rest};
+  TW_ASSERT_OK(mixed->Step(views2, 2, out));
+  TW_ASSERT_OK(cuda::CudaLastLogits(mixed.get(), 2, &got));
+  EXPECT_EQ(0, std::memcmp(got.data() + V, want[2].data(), V * sizeof(float))) << "case 2's prompt over two steps";
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaRunnerGolden, ::testing::Values(false, true),
@@ -368,7 +447,7 @@ TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
   TW_ASSERT_OK(model::Prefill(*fwd, &cs, g.prompt.data(), 20, want.data()));
   engine::SeqView v = g.Prefill();
   engine::SampledToken out;
-  TW_ASSERT_OK(gpu->Prefill(&v, 1, &out));
+  TW_ASSERT_OK(gpu->Step(&v, 1, &out));
   int32_t tok = out.id;
   g.cached = 20;
   const int max_steps = CiShapes() ? 24 : 64;
@@ -388,7 +467,7 @@ TEST(CudaRunner, AgreesWithTheCpuForwardPassOnAGpt2SmallShapedModel) {
     g.last = tok;
     g.produced = steps + 1;
     engine::SeqView d = g.Decode();
-    TW_ASSERT_OK(gpu->Decode(&d, 1, &out));
+    TW_ASSERT_OK(gpu->Step(&d, 1, &out));
     tok = out.id;
     g.cached++;
     model::SeqState* one = &cs;
@@ -412,7 +491,7 @@ TEST(CudaRunner, DecodeIsBitwiseTheSameInEveryBucket) {
     for (int b = 0; b < 4; b++) seqs[i].table.push_back(i * 4 + b);
     engine::SeqView v = seqs[i].Prefill();
     engine::SampledToken t;
-    TW_ASSERT_OK(r->Prefill(&v, 1, &t));
+    TW_ASSERT_OK(r->Step(&v, 1, &t));
     seqs[i].cached = static_cast<int>(seqs[i].prompt.size());
     seqs[i].last = t.id;
     seqs[i].produced = 1;
@@ -422,7 +501,7 @@ TEST(CudaRunner, DecodeIsBitwiseTheSameInEveryBucket) {
     std::vector<engine::SeqView> views;
     for (int i = 0; i <= companions; i++) views.push_back(seqs[i].Decode());
     std::vector<engine::SampledToken> toks(views.size());
-    TW_ASSERT_OK(r->Decode(views.data(), static_cast<int>(views.size()), toks.data()));
+    TW_ASSERT_OK(r->Step(views.data(), static_cast<int>(views.size()), toks.data()));
     std::vector<float> logits;
     TW_ASSERT_OK(cuda::CudaLastLogits(r.get(), 1, &logits));
     if (first.empty()) {
@@ -448,7 +527,7 @@ std::vector<std::vector<int32_t>> Greedy(engine::ModelRunner* r, const std::vect
     std::vector<engine::SeqView> views;
     for (Seq* s : group) views.push_back(s->Prefill());
     std::vector<engine::SampledToken> toks(group.size());
-    Status st = r->Prefill(views.data(), static_cast<int>(views.size()), toks.data());
+    Status st = r->Step(views.data(), static_cast<int>(views.size()), toks.data());
     EXPECT_TRUE(st.ok()) << st.message();
     for (int step = 0; st.ok(); step++) {
       for (size_t g = 0; g < group.size(); g++) out[static_cast<size_t>(group[g] - seqs.data())].push_back(toks[g].id);
@@ -461,7 +540,7 @@ std::vector<std::vector<int32_t>> Greedy(engine::ModelRunner* r, const std::vect
         s.produced = step + 1;
         views.push_back(s.Decode());
       }
-      st = r->Decode(views.data(), static_cast<int>(views.size()), toks.data());
+      st = r->Step(views.data(), static_cast<int>(views.size()), toks.data());
       EXPECT_TRUE(st.ok()) << st.message();
     }
   };
@@ -511,8 +590,8 @@ TEST(CudaRunner, APromptLongerThanTheStepBufferMatchesOnePassBitwise) {
   const int V = model->config().vocab_size;
   const std::vector<int32_t> prompt = GoldenPrompts(V).back();  // 90 tokens
   engine::RunnerLimits one_pass = Limits(4, 64), chunked = Limits(4, 64);
-  one_pass.max_prefill_tokens = 128;
-  chunked.max_prefill_tokens = 16;  // 6 chunks of at most 16 rows
+  one_pass.max_step_tokens = 128;
+  chunked.max_step_tokens = 16;  // 6 chunks of at most 16 rows
   std::unique_ptr<engine::ModelRunner> a, b;
   TW_ASSERT_OK(cuda::MakeCudaRunner(model, one_pass, cuda::CudaRunnerOptions{}, &a));
   TW_ASSERT_OK(cuda::MakeCudaRunner(model, chunked, cuda::CudaRunnerOptions{}, &b));
@@ -523,7 +602,7 @@ TEST(CudaRunner, APromptLongerThanTheStepBufferMatchesOnePassBitwise) {
     for (int i = 0; i < 8; i++) s.table.push_back(i);
     engine::SeqView v = s.Prefill();
     engine::SampledToken t;
-    TW_ASSERT_OK(r->Prefill(&v, 1, &t));
+    TW_ASSERT_OK(r->Step(&v, 1, &t));
     TW_ASSERT_OK(cuda::CudaLastLogits(r, 1, r == a.get() ? &la : &lb));
   }
   EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), V * sizeof(float))) << "the last position's logits";
@@ -555,7 +634,7 @@ TEST(CudaRunner, EveryDecodeBucketIsCapturedAtStartUpAndReplayedAfter) {
     for (int b = 0; b < 8; b++) seqs[i].table.push_back(i * 8 + b);
     engine::SeqView v = seqs[i].Prefill();
     engine::SampledToken t;
-    TW_ASSERT_OK(r->Prefill(&v, 1, &t));
+    TW_ASSERT_OK(r->Step(&v, 1, &t));
     seqs[i].cached = 3;
     seqs[i].last = t.id;
     seqs[i].produced = 1;
@@ -565,7 +644,7 @@ TEST(CudaRunner, EveryDecodeBucketIsCapturedAtStartUpAndReplayedAfter) {
     std::vector<engine::SeqView> views;
     for (int i = 0; i < batch; i++) views.push_back(seqs[i].Decode());
     std::vector<engine::SampledToken> toks(views.size());
-    TW_ASSERT_OK(r->Decode(views.data(), batch, toks.data()));
+    TW_ASSERT_OK(r->Step(views.data(), batch, toks.data()));
     steps++;
   }
   cuda::CudaRunnerStats served;

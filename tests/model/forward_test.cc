@@ -263,11 +263,11 @@ TEST_F(ForwardTest, PrefillChunkingAndThreadCountDoNotChangeLogits) {
   }
 }
 
-// Several prompts in one PrefillBatch pass: each sequence's last logits, and
+// Several prompts in one Batch pass: each sequence's last logits, and
 // what it decodes afterwards, are bitwise those of its own Prefill (prompts
 // of different lengths, sequences that already hold tokens, scattered
 // blocks, 1 and 3 threads); the reference forward agrees within tolerance.
-TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
+TEST_F(ForwardTest, BatchEqualsEachPrefillAlone) {
   const std::vector<int> lengths = {5, 1, 13, 7, 2, 9};
   const int B = static_cast<int>(lengths.size());
   std::vector<std::vector<int32_t>> toks;
@@ -301,7 +301,7 @@ TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
       tp.push_back(toks[b].data() + 4);
     }
     std::vector<float> logits(static_cast<size_t>(B) * V), next_logits(static_cast<size_t>(B) * V);
-    ASSERT_TRUE(model::PrefillBatch(*rig.fwd, ptrs.data(), tp.data(), lengths.data(), B, logits.data()).ok());
+    ASSERT_TRUE(model::Batch(*rig.fwd, ptrs.data(), tp.data(), lengths.data(), B, logits.data()).ok());
     std::vector<int32_t> next(B, 7);
     ASSERT_TRUE(model::DecodeBatch(*rig.fwd, ptrs.data(), next.data(), B, next_logits.data()).ok());
     for (int b = 0; b < B; ++b) {
@@ -321,14 +321,68 @@ TEST_F(ForwardTest, PrefillBatchEqualsEachPrefillAlone) {
   }
 }
 
-TEST_F(ForwardTest, PrefillBatchRejectsBadArgumentsAndLeavesStateUnchanged) {
+// An engine step's pass: decode rows (one token each) beside prompt chunks,
+// one chunk ending its prompt and one not. Only the sampling rows get
+// logits, compact in row order, each bitwise its sequence's alone; the
+// chunk that did not sample goes on in the next pass and ends with the
+// logits of its whole prompt prefilled alone (1 and 3 threads, every
+// format).
+TEST_F(ForwardTest, BatchOfDecodesAndChunksGivesLogitsOnlyToTheRowsThatSample) {
+  const std::vector<int32_t> pa = RandomTokens(6, V, 61), pb = RandomTokens(11, V, 62), pc = RandomTokens(3, V, 63),
+                             pd = RandomTokens(5, V, 64);
+  const int32_t ta = 17, tc = 23;  // the decoders' next tokens
+  cpu::ThreadPool three(3);
+  for (cpu::WeightFormat format : kFormats)
+  for (cpu::ThreadPool* pool : {static_cast<cpu::ThreadPool*>(nullptr), &three}) {
+    SCOPED_TRACE(cpu::WeightFormatName(format));
+    Rig rig(model_, 4, Limits(8, 24, format), pool);
+    // Alone: a and c prefill their prompts then decode one token; b and d prefill theirs.
+    std::vector<float> want_a(V), want_c(V), want_b(V), want_d(V), scratch(V);
+    {
+      SeqState a = rig.NewSeq(8), b = rig.NewSeq(12), c = rig.NewSeq(8), d = rig.NewSeq(8);
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &a, pa.data(), 6, scratch.data()).ok());
+      SeqState* one = &a;
+      ASSERT_TRUE(model::DecodeBatch(*rig.fwd, &one, &ta, 1, want_a.data()).ok());
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &c, pc.data(), 3, scratch.data()).ok());
+      one = &c;
+      ASSERT_TRUE(model::DecodeBatch(*rig.fwd, &one, &tc, 1, want_c.data()).ok());
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &b, pb.data(), 11, want_b.data()).ok());
+      ASSERT_TRUE(model::Prefill(*rig.fwd, &d, pd.data(), 5, want_d.data()).ok());
+    }
+    SeqState a = rig.NewSeq(8), b = rig.NewSeq(12), c = rig.NewSeq(8), d = rig.NewSeq(8);
+    ASSERT_TRUE(model::Prefill(*rig.fwd, &a, pa.data(), 6, scratch.data()).ok());
+    ASSERT_TRUE(model::Prefill(*rig.fwd, &c, pc.data(), 3, scratch.data()).ok());
+    // The step: a's and c's decodes, b's first 7 tokens (no draw), d's whole prompt.
+    SeqState* rows[4] = {&a, &c, &b, &d};
+    const int32_t* tp[4] = {&ta, &tc, pb.data(), pd.data()};
+    int n[4] = {1, 1, 7, 5};
+    bool sample[4] = {true, true, false, true};
+    std::vector<float> logits(4 * static_cast<size_t>(V), -1.0f);
+    ASSERT_TRUE(model::Batch(*rig.fwd, rows, tp, n, 4, logits.data(), sample).ok());
+    auto row = [&](int k) { return logits.data() + static_cast<size_t>(k) * V; };
+    EXPECT_EQ(0, std::memcmp(want_a.data(), row(0), V * sizeof(float))) << "a's decode";
+    EXPECT_EQ(0, std::memcmp(want_c.data(), row(1), V * sizeof(float))) << "c's decode";
+    EXPECT_EQ(0, std::memcmp(want_d.data(), row(2), V * sizeof(float))) << "d's prompt, the third sampling row";
+    EXPECT_EQ(row(3)[0], -1.0f) << "three rows sampled: the fourth is never written";
+    // b's last 4 tokens in the next pass, beside d's first decode.
+    SeqState* rows2[2] = {&d, &b};
+    const int32_t td = 5;
+    const int32_t* tp2[2] = {&td, pb.data() + 7};
+    int n2[2] = {1, 4};
+    ASSERT_TRUE(model::Batch(*rig.fwd, rows2, tp2, n2, 2, logits.data()).ok());
+    EXPECT_EQ(0, std::memcmp(want_b.data(), row(1), V * sizeof(float))) << "b's prompt over two passes";
+    EXPECT_EQ(b.length, 11);
+  }
+}
+
+TEST_F(ForwardTest, BatchRejectsBadArgumentsAndLeavesStateUnchanged) {
   Rig rig(model_, 4, ForwardLimits{4, 10}, nullptr, 64);
   std::vector<float> logits(3 * static_cast<size_t>(V));
   SeqState a = rig.NewSeq(12), b = rig.NewSeq(12), c = rig.NewSeq(4);
   const std::vector<int32_t> toks = RandomTokens(12, V, 5);
   auto check = [&](std::vector<SeqState*> seqs, std::vector<int> n, const char* want) {
     std::vector<const int32_t*> tp(seqs.size(), toks.data());
-    Status s = model::PrefillBatch(*rig.fwd, seqs.data(), tp.data(), n.data(), static_cast<int>(seqs.size()), logits.data());
+    Status s = model::Batch(*rig.fwd, seqs.data(), tp.data(), n.data(), static_cast<int>(seqs.size()), logits.data());
     EXPECT_FALSE(s.ok()) << want;
     EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
     EXPECT_EQ(a.length, 0);
@@ -345,13 +399,13 @@ TEST_F(ForwardTest, PrefillBatchRejectsBadArgumentsAndLeavesStateUnchanged) {
   SeqState* ab[2] = {&a, &b};
   const int32_t* badp[2] = {toks.data(), bad};
   int n2[2] = {2, 2};
-  Status s = model::PrefillBatch(*rig.fwd, ab, badp, n2, 2, logits.data());
+  Status s = model::Batch(*rig.fwd, ab, badp, n2, 2, logits.data());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("outside [0, 1000)"), std::string::npos) << s.message();
   EXPECT_EQ(b.length, 0);
   const int32_t* okp[2] = {toks.data(), toks.data()};
   int n3[2] = {5, 5};
-  ASSERT_TRUE(model::PrefillBatch(*rig.fwd, ab, okp, n3, 2, logits.data()).ok());  // exactly the limit
+  ASSERT_TRUE(model::Batch(*rig.fwd, ab, okp, n3, 2, logits.data()).ok());  // exactly the limit
   EXPECT_EQ(a.length, 5);
   EXPECT_EQ(b.length, 5);
 }

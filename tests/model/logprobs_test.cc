@@ -186,14 +186,14 @@ TEST_F(GoldenLogprobsTest, RunnerLogprobsEqualTheFloat64Reference) {
   limits.max_batch = 4;
   limits.num_kv_blocks = 64;
   limits.block_size_tokens = 16;
-  limits.max_prefill_tokens = 64;
+  limits.max_step_tokens = 64;
   limits.threads = 2;
   std::unique_ptr<CpuRunner> runner;
   Status s = CpuRunner::Create(model_, limits, &runner);
   ASSERT_TRUE(s.ok()) << s.message();
   for (float T : {0.0f, 0.7f, 1.0f, 1.5f}) {
     const double tol = 3e-4 / (T > 0 ? std::min(T, 1.0f) : 1.0f);
-    // Every case in one prefill pass, each asking for the top 20, and the
+    // Every case in one step, each asking for the top 20, and the
     // same rows again without logprobs: the draws must not change.
     std::vector<std::vector<int32_t>> tables(cases_->size());
     std::vector<engine::SeqView> views, plain;
@@ -212,8 +212,8 @@ TEST_F(GoldenLogprobsTest, RunnerLogprobsEqualTheFloat64Reference) {
       plain.push_back(v);
     }
     std::vector<engine::SampledToken> out(views.size()), base(views.size());
-    ASSERT_TRUE(runner->Prefill(views.data(), static_cast<int>(views.size()), out.data()).ok());
-    ASSERT_TRUE(runner->Prefill(plain.data(), static_cast<int>(plain.size()), base.data()).ok());
+    ASSERT_TRUE(runner->Step(views.data(), static_cast<int>(views.size()), out.data()).ok());
+    ASSERT_TRUE(runner->Step(plain.data(), static_cast<int>(plain.size()), base.data()).ok());
     for (size_t c = 0; c < cases_->size(); c++) {
       const std::string where = "T=" + std::to_string(T) + " case " + std::to_string(c);
       const std::vector<double> ref = RefLogSoftmax((*cases_)[c].last_logits.data(), V, T);
@@ -237,12 +237,12 @@ TEST_F(GoldenLogprobsTest, RunnerLogprobsEqualTheFloat64Reference) {
 }
 
 // A runner over the golden model.
-std::unique_ptr<CpuRunner> GoldenRunner(std::shared_ptr<const Gpt2Model> model, int max_batch, int max_prefill) {
+std::unique_ptr<CpuRunner> GoldenRunner(std::shared_ptr<const Gpt2Model> model, int max_batch, int max_step) {
   engine::RunnerLimits limits;
   limits.max_batch = max_batch;
   limits.num_kv_blocks = 64;
   limits.block_size_tokens = 16;
-  limits.max_prefill_tokens = max_prefill;
+  limits.max_step_tokens = max_step;
   limits.threads = 2;
   std::unique_ptr<CpuRunner> runner;
   Status s = CpuRunner::Create(std::move(model), limits, &runner);
@@ -269,7 +269,7 @@ Status PrefillOne(CpuRunner* runner, const std::vector<int32_t>& prompt, int log
     v.prompt_logprobs = prompt_k;
     v.prompt_out = prompt_out->data();
   }
-  return runner->Prefill(&v, 1, out);
+  return runner->Step(&v, 1, out);
 }
 
 bool SameEntry(const engine::SampledToken& a, const engine::SampledToken& b) {
@@ -354,13 +354,20 @@ TEST_F(GoldenLogprobsTest, PromptLogprobsDoNotDependOnChunkingAndEqualTheNextTok
   }
 }
 
-// A row asking for its prompt's log-probabilities comes alone, with its
-// output, and asks for at most 20 alternatives; anything else is refused
-// before the cache is touched.
-TEST_F(GoldenLogprobsTest, PromptLogprobsRowsAreChecked) {
+// A row asking for its prompt's log-probabilities has its output, asks for
+// at most 20 alternatives and, when its chunk does not sample, names the
+// token after it; anything else is refused before the cache is touched.
+// Such a row may share a step with others and its prompt may be split over
+// steps: its entries are bitwise those of the prompt alone in one call.
+TEST_F(GoldenLogprobsTest, PromptLogprobsRowsAreCheckedAndMayBeChunkedBesideOthers) {
   std::unique_ptr<CpuRunner> runner = GoldenRunner(model_, 4, 64);
   ASSERT_TRUE(runner);
   const std::vector<int32_t>& p = (*cases_)[0].prompt;
+  const int n = static_cast<int>(p.size());
+  ASSERT_GE(n, 4);
+  std::vector<engine::SampledToken> alone;
+  engine::SampledToken alone_out;
+  ASSERT_TRUE(PrefillOne(runner.get(), p, -1, 3, &alone, &alone_out).ok());
   std::vector<engine::SampledToken> entries(p.size() - 1);
   const int32_t t0[4] = {0, 1, 2, 3}, t1[4] = {4, 5, 6, 7};
   engine::SeqView v[2];
@@ -368,21 +375,35 @@ TEST_F(GoldenLogprobsTest, PromptLogprobsRowsAreChecked) {
     v[i].block_table = i == 0 ? t0 : t1;
     v[i].num_blocks = 4;
     v[i].tokens = p.data();
-    v[i].n = static_cast<int>(p.size());
+    v[i].n = n;
+    v[i].sampling.temperature = 1.0f;  // as PrefillOne draws
+    v[i].sampling.seed = 99;
   }
-  v[0].prompt_logprobs = 2;
-  v[0].prompt_out = entries.data();
+  v[0].prompt_logprobs = 3;
   engine::SampledToken out[2];
-  EXPECT_FALSE(runner->Prefill(v, 2, out).ok());  // not alone
-  v[0].prompt_out = nullptr;
-  EXPECT_FALSE(runner->Prefill(v, 1, out).ok());  // no output
+  EXPECT_FALSE(runner->Step(v, 2, out).ok());  // no output
   v[0].prompt_out = entries.data();
   v[0].prompt_logprobs = 21;
-  EXPECT_FALSE(runner->Prefill(v, 1, out).ok());  // too many alternatives
-  v[0].prompt_logprobs = 0;
-  ASSERT_TRUE(runner->Prefill(v, 1, out).ok());
-  EXPECT_EQ(entries[0].top_count, 0);
-  EXPECT_TRUE(entries[0].has_logprobs);
+  EXPECT_FALSE(runner->Step(v, 1, out).ok());  // too many alternatives
+  v[0].prompt_logprobs = 3;
+  v[0].n = n / 2;
+  v[0].sample = false;
+  EXPECT_FALSE(runner->Step(v, 1, out).ok());  // a chunk that does not sample, without the token after it
+  // The first half beside another sequence's whole prompt, not sampling;
+  // then the second half alone.
+  v[0].next_token = p[static_cast<size_t>(n / 2)];
+  ASSERT_TRUE(runner->Step(v, 2, out).ok());
+  engine::SeqView rest = v[0];
+  rest.cached = n / 2;
+  rest.tokens = p.data() + n / 2;
+  rest.n = n - n / 2;
+  rest.sample = true;
+  rest.next_token = -1;
+  rest.prompt_out = entries.data() + n / 2;
+  ASSERT_TRUE(runner->Step(&rest, 1, out).ok());
+  EXPECT_EQ(out[0].id, alone_out.id);
+  for (size_t j = 0; j < entries.size(); j++) EXPECT_TRUE(SameEntry(entries[j], alone[j])) << "position " << j;
+  EXPECT_EQ(out[1].id, alone_out.id) << "the other row drew as it would alone (same prompt, same seed)";
 }
 
 }  // namespace

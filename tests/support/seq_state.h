@@ -1,6 +1,6 @@
 // SeqState: what the engine keeps per sequence, reduced to what the tests and
 // benches that drive model::Gpt2Forward directly need: a block table and a
-// length. Prefill / PrefillBatch / DecodeBatch below make the engine's
+// length. Prefill / Batch / DecodeBatch below make the engine's
 // views (engine::SeqView) of it, call the forward pass, and advance the
 // length when the call succeeds, as the engine does after a step.
 #pragma once
@@ -36,11 +36,15 @@ inline Status Prefill(Gpt2Forward& f, SeqState* s, const int32_t* tokens, int n,
   return st;
 }
 
-inline Status PrefillBatch(Gpt2Forward& f, SeqState* const* seqs, const int32_t* const* tokens, const int* n, int B,
-                           float* last_logits) {
+// sample (may be null: every row samples): SeqView::sample of each row.
+inline Status Batch(Gpt2Forward& f, SeqState* const* seqs, const int32_t* const* tokens, const int* n, int B,
+                    float* logits, const bool* sample = nullptr) {
   std::vector<engine::SeqView> views;
-  for (int b = 0; b < B; ++b) views.push_back(ViewOf(*seqs[b], tokens[b], n[b]));
-  Status st = f.PrefillBatch(views.data(), B, last_logits);
+  for (int b = 0; b < B; ++b) {
+    views.push_back(ViewOf(*seqs[b], tokens[b], n[b]));
+    if (sample != nullptr) views.back().sample = sample[b];
+  }
+  Status st = f.Batch(views.data(), B, logits);
   if (st.ok()) {
     for (int b = 0; b < B; ++b) seqs[b]->length += n[b];
   }
