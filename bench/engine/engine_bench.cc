@@ -1514,33 +1514,70 @@ std::vector<Chart> PrefixCharts(const ResultTable& t) {
           {"total", "time for all 32 requests, per round, cache off and on", bench::RenderLineChart(total)}};
 }
 
+std::vector<Chart> SchedulerCharts(const ResultTable& t) {
+  auto long_prompt = [&](size_t r) { return t.Str(r, "part") == "long_prompt_among_decoders"; };
+  auto col = [&](const char* c) { return [&t, c](size_t r) { return t.Num(r, c); }; };
+  bench::LineChart ch;
+  ch.title = "Decoders' inter-token gaps while a long prompt is prefilled, per token budget";
+  ch.x_axis.label = "--max-num-batched-tokens (4096: the whole prompt in one step)";
+  ch.x_axis.log_scale = true;
+  ch.x_axis.integer = true;
+  ch.y_axis.label = "ms";
+  ch.y_axis.log_scale = true;
+  ch.series.push_back(SeriesOf(t, "gap p50", long_prompt, col("budget"), col("gap_p50_ms")));
+  ch.series.push_back(SeriesOf(t, "gap p99", long_prompt, col("budget"), col("gap_p99_ms")));
+  ch.series.push_back(SeriesOf(t, "3x gap p50 (the target for p99)", long_prompt, col("budget"),
+                               [&](size_t r) { return 3 * t.Num(r, "gap_p50_ms"); }));
+  ch.series.push_back(SeriesOf(t, "the long prompt's TTFT", long_prompt, col("budget"),
+                               col("long_prompt_ttft_ms_p50")));
+  return {{"gaps", "the decoders' gap p50 and p99 beside a 1,000-token prompt, and its TTFT, per token budget",
+           bench::RenderLineChart(ch)}};
+}
+
 std::vector<Chart> ChartsFor(const std::string& exp, const json::Value& doc) {
   const ResultTable t(doc);
   if (exp == "overlap") return OverlapCharts(t);
   if (exp == "prefix") return PrefixCharts(t);
   if (exp == "joiners") return JoinersCharts(t);
   if (exp == "slow_readers") return SlowReadersCharts(t);
+  if (exp == "scheduler") return SchedulerCharts(t);
   return DisconnectsCharts(t);
 }
 
 // Writes "columns" and "rows" (numbers rounded to 3 decimals, NaN as null)
-// into the object `w` is inside.
+// into the object `w` is inside. The columns are every name some row has,
+// strings first, in the order they first appear; a row without one has
+// null there (an experiment of several parts has rows of different kinds).
 void WriteTable(json::Writer* w, const std::vector<Row>& rows) {
+  std::vector<std::string> str_cols, num_cols;
+  auto add = [](std::vector<std::string>* cols, const std::string& k) {
+    if (std::find(cols->begin(), cols->end(), k) == cols->end()) cols->push_back(k);
+  };
+  for (const Row& r : rows) {
+    for (auto& [k, v] : r.str) add(&str_cols, k);
+    for (auto& [k, v] : r.num) add(&num_cols, k);
+  }
   w->Key("columns");
   w->BeginArray();
-  if (!rows.empty()) {
-    for (auto& [k, v] : rows[0].str) w->String(k);
-    for (auto& [k, v] : rows[0].num) w->String(k);
-  }
+  for (const std::string& k : str_cols) w->String(k);
+  for (const std::string& k : num_cols) w->String(k);
   w->EndArray();
   w->Key("rows");
   w->BeginArray();
   for (const Row& r : rows) {
     w->BeginArray();
-    for (auto& [k, v] : r.str) w->String(v);
-    for (auto& [k, v] : r.num) {
-      if (std::isfinite(v)) {
-        w->Double(std::round(v * 1000) / 1000);
+    for (const std::string& k : str_cols) {
+      auto it = std::find_if(r.str.begin(), r.str.end(), [&](const auto& kv) { return kv.first == k; });
+      if (it == r.str.end()) {
+        w->Null();
+      } else {
+        w->String(it->second);
+      }
+    }
+    for (const std::string& k : num_cols) {
+      auto it = std::find_if(r.num.begin(), r.num.end(), [&](const auto& kv) { return kv.first == k; });
+      if (it != r.num.end() && std::isfinite(it->second)) {
+        w->Double(std::round(it->second * 1000) / 1000);
       } else {
         w->Null();
       }
