@@ -89,21 +89,37 @@ TEST(SchedulerFlags, TheEngineBuiltFromTheConfigKeepsThem) {
     EXPECT_EQ(b->Submit(st, r, &err), std::string(policy) == "priority") << policy << ": " << err.message;
     b->Shutdown();
   }
-  // Unset (0): the backend's default, 64 on the cpu backend, or twice
-  // --max-batch if more (every decode row and as many prompt tokens).
-  for (const auto& [max_batch, want] : std::vector<std::pair<std::string, int64_t>>{{"4", 64}, {"48", 96}}) {
+  // The budget the engine built from these flags reports in its stats, the
+  // runner's step rows and the model's context.
+  int64_t rows = 0, n_ctx = 0;
+  auto budget_of = [&](std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"--backend", "cpu", "--threads", "1"});
     Config d;
-    ASSERT_TRUE(Parse({"--backend", "cpu", "--threads", "1", "--max-batch", max_batch}, &d).ok());
+    EXPECT_TRUE(Parse(flags, &d).ok());
     std::unique_ptr<backend::Backend> b;
     BackendInfo info;
-    ASSERT_TRUE(MakeBackend(d, &tok, nullptr, nullptr, &b, &info).ok());
+    EXPECT_TRUE(MakeBackend(d, &tok, nullptr, nullptr, &b, &info).ok());
+    if (!b) return int64_t{-1};
     std::vector<backend::StatField> stats;
     b->Stats(&stats);
     int64_t budget = -1;
     for (const auto& f : stats) budget = std::string(f.name) == "max_num_batched_tokens" ? f.value : budget;
-    EXPECT_EQ(budget, want) << "--max-batch " << max_batch;
+    rows = info.limits.max_step_tokens;
+    n_ctx = info.n_ctx;
     b->Shutdown();
-  }
+    return budget;
+  };
+  // Unset (0): the backend's default, 64 on the cpu backend, or twice
+  // --max-batch if more (every decode row and as many prompt tokens).
+  EXPECT_EQ(budget_of({"--max-batch", "4"}), 64);
+  EXPECT_EQ(rows, 64);
+  EXPECT_EQ(budget_of({"--max-batch", "48"}), 96);
+  // A budget above max_batch whole contexts is cut to them: a step can
+  // hold no more.
+  EXPECT_EQ(budget_of({"--max-batch", "2", "--max-num-batched-tokens", "65536"}), 2 * n_ctx);
+  ASSERT_GT(n_ctx, 0);
+  EXPECT_LT(2 * n_ctx, 65536) << "the test needs a budget above two contexts";
+  EXPECT_EQ(rows, 2 * n_ctx);
   EXPECT_EQ(DefaultStepTokens(*FindBackend("cuda"), 32), 2048);
   EXPECT_EQ(DefaultStepTokens(*FindBackend("cpu"), 32), 64);
   Config c;
