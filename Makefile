@@ -103,7 +103,7 @@ layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$
 # The layers, each before every layer it includes (docs/ARCHITECTURE.md's
 # table; tests/docs/layering_test.cc checks both). The archives are linked in
 # this order with no link group, so an include cycle fails the link.
-LAYER_ORDER := app openai service client web ws sse wire cuda kernels model engine backend http stream tokenizer cpu net json common
+LAYER_ORDER := app openai service client web ws sse wire cuda kernels model engine backend grammar http stream tokenizer cpu net json common
 LAYERS   := $(LAYER_ORDER)
 # The CPU emulator's build (CUDA=emu; make test-gpu-emu) compiles only what
 # differs from the plain build -- kernels/ (the .cu files, as C++ against

@@ -1,0 +1,379 @@
+#include "grammar/grammar.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tw::grammar {
+
+namespace {
+
+using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;  // one (lo, hi) per byte of a sequence
+
+int Utf8Encode(uint32_t cp, uint8_t* b) {
+  if (cp <= 0x7F) {
+    b[0] = static_cast<uint8_t>(cp);
+    return 1;
+  }
+  if (cp <= 0x7FF) {
+    b[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
+    b[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp <= 0xFFFF) {
+    b[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
+    b[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+    b[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  b[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
+  b[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
+  b[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+  b[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+// The UTF-8 byte sequences of the scalar values [lo, hi]: the range is cut
+// until, within each piece, lo and hi encode to the same length and every
+// byte position ranges over a full cross product (the construction of the
+// regex crates' utf8 ranges), so each piece is one sequence of byte ranges.
+void Utf8Sequences(uint32_t lo, uint32_t hi, std::vector<ByteRanges>* out) {
+  std::vector<std::pair<uint32_t, uint32_t>> todo{{lo, hi}};
+  while (!todo.empty()) {
+    auto [a, b] = todo.back();
+    todo.pop_back();
+    if (a > b) continue;
+    if (a <= 0xDFFF && b >= 0xD800) {  // surrogates are not scalar values
+      if (a < 0xD800) todo.push_back({a, 0xD7FF});
+      if (b > 0xDFFF) todo.push_back({0xE000, b});
+      continue;
+    }
+    bool split = false;
+    for (uint32_t max : {0x7Fu, 0x7FFu, 0xFFFFu}) {
+      if (a <= max && b > max) {
+        todo.push_back({a, max});
+        todo.push_back({max + 1, b});
+        split = true;
+        break;
+      }
+    }
+    if (split) continue;
+    const int n = b <= 0x7F ? 1 : b <= 0x7FF ? 2 : b <= 0xFFFF ? 3 : 4;
+    for (int i = 1; i < n && !split; ++i) {
+      const uint32_t m = (1u << (6 * i)) - 1;
+      if ((a & ~m) == (b & ~m)) continue;
+      if ((a & m) != 0) {
+        todo.push_back({a, a | m});
+        todo.push_back({(a | m) + 1, b});
+        split = true;
+      } else if ((b & m) != m) {
+        todo.push_back({a, (b & ~m) - 1});
+        todo.push_back({b & ~m, b});
+        split = true;
+      }
+    }
+    if (split) continue;
+    uint8_t ea[4], eb[4];
+    Utf8Encode(a, ea);
+    Utf8Encode(b, eb);
+    ByteRanges seq;
+    for (int i = 0; i < n; ++i) seq.push_back({ea[i], eb[i]});
+    out->push_back(std::move(seq));
+  }
+}
+
+void AppendByteSet(const ByteSet& s, std::string* out) {
+  auto put = [&](int b) {
+    char buf[8];
+    if (b >= 0x20 && b < 0x7F && b != ']' && b != '\\' && b != '-' && b != '^') {
+      out->push_back(static_cast<char>(b));
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02X", b);
+      out->append(buf);
+    }
+  };
+  out->push_back('[');
+  for (int b = 0; b < 256;) {
+    if (!s.Has(static_cast<uint8_t>(b))) {
+      ++b;
+      continue;
+    }
+    int e = b;
+    while (e + 1 < 256 && s.Has(static_cast<uint8_t>(e + 1))) ++e;
+    put(b);
+    if (e > b) {
+      if (e > b + 1) out->push_back('-');
+      put(e);
+    }
+    b = e + 1;
+  }
+  out->push_back(']');
+}
+
+}  // namespace
+
+int Grammar::AddRule(std::string_view name) {
+  std::string n(name.empty() ? "rule" : name);
+  if (names_.count(n)) {
+    int& k = next_suffix_[n];
+    if (k < 2) k = 2;
+    for (;; ++k) {
+      std::string c = n + "-" + std::to_string(k);
+      if (!names_.count(c)) {
+        n = std::move(c);
+        ++k;
+        break;
+      }
+    }
+  }
+  const int index = static_cast<int>(rules.size());
+  names_.emplace(n, index);
+  rules.push_back(Rule{std::move(n), {}});
+  return index;
+}
+
+int Grammar::FindRule(std::string_view name) const {
+  auto it = names_.find(std::string(name));
+  return it == names_.end() ? -1 : it->second;
+}
+
+int Grammar::CountElements() const {
+  int n = 0;
+  for (const Rule& r : rules) {
+    for (const Sequence& s : r.alts) n += static_cast<int>(s.size());
+  }
+  return n;
+}
+
+std::string Grammar::ToString() const {
+  std::string out;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    out += rules[i].name;
+    out += static_cast<int>(i) == root ? " (root) ::=" : " ::=";
+    for (size_t a = 0; a < rules[i].alts.size(); ++a) {
+      if (a > 0) out += " |";
+      if (rules[i].alts[a].empty()) out += " \"\"";
+      for (const Element& e : rules[i].alts[a]) {
+        out.push_back(' ');
+        if (e.kind == Element::kRule) {
+          out += e.rule >= 0 && e.rule < static_cast<int>(rules.size()) ? rules[e.rule].name : "?";
+        } else {
+          AppendByteSet(e.bytes, &out);
+        }
+      }
+    }
+    out.push_back('\n');
+  }
+  return out;
+}
+
+Status Check(const Grammar& g) {
+  const int n = static_cast<int>(g.rules.size());
+  if (!g.overflow.empty()) return Status::Error(g.overflow);
+  if (n > g.limits.max_rules) {
+    return Status::Error("the grammar has " + std::to_string(n) + " rules (at most " +
+                         std::to_string(g.limits.max_rules) + ")");
+  }
+  if (const int e = g.CountElements(); e > g.limits.max_elements) {
+    return Status::Error("the grammar has " + std::to_string(e) + " elements (at most " +
+                         std::to_string(g.limits.max_elements) + ")");
+  }
+  if (g.root < 0 || g.root >= n) return Status::Error("the grammar has no root rule");
+  for (const Rule& r : g.rules) {
+    if (r.alts.empty()) {
+      return Status::Error("rule '" + r.name + "' is referenced but never defined (or matches nothing)");
+    }
+    for (const Sequence& s : r.alts) {
+      for (const Element& e : s) {
+        if (e.kind == Element::kRule && (e.rule < 0 || e.rule >= n)) {
+          return Status::Error("rule '" + r.name + "' refers to a rule that does not exist");
+        }
+        if (e.kind == Element::kBytes && e.bytes.Empty()) {
+          return Status::Error("rule '" + r.name + "' has a character class that matches nothing");
+        }
+      }
+    }
+  }
+  // Nullable rules (can match the empty string), to a fixed point.
+  std::vector<char> nullable(n, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < n; ++i) {
+      if (nullable[i]) continue;
+      for (const Sequence& s : g.rules[i].alts) {
+        const bool all = std::all_of(s.begin(), s.end(), [&](const Element& e) {
+          return e.kind == Element::kRule && nullable[e.rule];
+        });
+        if (all) {
+          nullable[i] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  // Left recursion: an edge R -> S where S may come first in one of R's
+  // alternatives (after nullable rules only); a cycle is refused.
+  std::vector<std::vector<int>> first(n);
+  for (int i = 0; i < n; ++i) {
+    for (const Sequence& s : g.rules[i].alts) {
+      for (const Element& e : s) {
+        if (e.kind != Element::kRule) break;
+        first[i].push_back(e.rule);
+        if (!nullable[e.rule]) break;
+      }
+    }
+  }
+  std::vector<char> color(n, 0);  // 0 new, 1 on the path, 2 done
+  std::vector<std::pair<int, size_t>> path;
+  for (int start = 0; start < n; ++start) {
+    if (color[start]) continue;
+    path.push_back({start, 0});
+    color[start] = 1;
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == first[r].size()) {
+        color[r] = 2;
+        path.pop_back();
+        continue;
+      }
+      const int s = first[r][next++];
+      if (color[s] == 1) {
+        std::string cycle;
+        bool on = false;
+        for (const auto& [p, unused] : path) {
+          if (p == s) on = true;
+          if (on) cycle += g.rules[p].name + " -> ";
+        }
+        cycle += g.rules[s].name;
+        return Status::Error("rule '" + g.rules[s].name + "' is left-recursive (" + cycle + ")");
+      }
+      if (color[s] == 0) {
+        color[s] = 1;
+        path.push_back({s, 0});
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void AppendLiteral(std::string_view text, Sequence* seq) {
+  for (char c : text) seq->push_back(Element::Byte(static_cast<uint8_t>(c)));
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  uint8_t b[4];
+  const int n = Utf8Encode(cp, b);
+  out->append(reinterpret_cast<const char*>(b), n);
+}
+
+Element CodepointClass(Grammar* g, std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated,
+                       std::string_view hint) {
+  // Normalise: clamp, sort, merge; then complement if negated.
+  for (auto& [lo, hi] : ranges) {
+    if (lo > hi) std::swap(lo, hi);
+    hi = std::min(hi, kMaxCodepoint);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uint32_t, uint32_t>> merged;
+  for (const auto& r : ranges) {
+    if (r.first > kMaxCodepoint) continue;
+    if (!merged.empty() && r.first <= merged.back().second + 1) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  if (negated) {
+    std::vector<std::pair<uint32_t, uint32_t>> comp;
+    uint32_t next = 0;
+    for (const auto& [lo, hi] : merged) {
+      if (lo > next) comp.push_back({next, lo - 1});
+      next = hi + 1;
+    }
+    if (next <= kMaxCodepoint) comp.push_back({next, kMaxCodepoint});
+    merged = std::move(comp);
+  }
+  std::vector<ByteRanges> seqs;
+  for (const auto& [lo, hi] : merged) Utf8Sequences(lo, hi, &seqs);
+  ByteSet ascii;
+  std::vector<Sequence> multi;
+  for (const ByteRanges& s : seqs) {
+    if (s.size() == 1) {
+      ascii.AddRange(s[0].first, s[0].second);
+      continue;
+    }
+    Sequence q;
+    for (const auto& [lo, hi] : s) q.push_back(Element::Bytes(ByteSet::Range(lo, hi)));
+    multi.push_back(std::move(q));
+  }
+  if (multi.empty() && !ascii.Empty()) return Element::Bytes(ascii);
+  // Sequences that share their tail but not their lead byte merge into one
+  // (e.g. [E1-EC][80-BF][80-BF] and [EE-EF][80-BF][80-BF]).
+  std::vector<Sequence> alts;
+  if (!ascii.Empty()) alts.push_back({Element::Bytes(ascii)});
+  for (Sequence& q : multi) {
+    bool done = false;
+    for (Sequence& a : alts) {
+      if (a.size() != q.size() || a.size() < 2) continue;
+      if (!std::equal(a.begin() + 1, a.end(), q.begin() + 1,
+                      [](const Element& x, const Element& y) { return x.bytes == y.bytes; })) {
+        continue;
+      }
+      a[0].bytes.AddAll(q[0].bytes);
+      done = true;
+      break;
+    }
+    if (!done) alts.push_back(std::move(q));
+  }
+  return Group(g, std::move(alts), hint);
+}
+
+Element Group(Grammar* g, std::vector<Sequence> alts, std::string_view hint) {
+  const int r = g->AddRule(hint);
+  g->rules[r].alts = std::move(alts);
+  return Element::Ref(r);
+}
+
+Element Repeat(Grammar* g, const Sequence& body, int min, int max, std::string_view hint) {
+  if (min < 0) min = 0;
+  if (max != kUnbounded && max < min) max = min;
+  // A body of several elements is one rule, so that each copy is one element.
+  Sequence unit = body;
+  if (body.size() > 1) unit = {Group(g, {body}, std::string(hint) + "-item")};
+  const long long copies = max == kUnbounded ? static_cast<long long>(min) + 1 : max;
+  if (copies * static_cast<long long>(unit.size() + 1) > g->limits.max_elements) {
+    if (g->overflow.empty()) {
+      g->overflow = "a repetition of " + std::to_string(copies) + " items ('" + std::string(hint) +
+                    "') passes the grammar's " + std::to_string(g->limits.max_elements) + " elements";
+    }
+    return Group(g, {{}}, hint);
+  }
+  const int rule = g->AddRule(hint);
+  Sequence seq;
+  for (int i = 0; i < min; ++i) seq.insert(seq.end(), unit.begin(), unit.end());
+  if (max == kUnbounded) {
+    // star ::= unit star | ""  (right recursion: the matcher's tail call)
+    const int star = g->AddRule(std::string(hint) + "-star");
+    Sequence more = unit;
+    more.push_back(Element::Ref(star));
+    g->AddAlt(star, std::move(more));
+    g->AddAlt(star, {});
+    seq.push_back(Element::Ref(star));
+  } else if (max > min) {
+    // opt_k ::= unit opt_(k-1) | ""  for k = max - min down to 1.
+    int inner = -1;
+    for (int k = 1; k <= max - min; ++k) {
+      const int opt = g->AddRule(std::string(hint) + "-opt");
+      Sequence more = unit;
+      if (inner >= 0) more.push_back(Element::Ref(inner));
+      g->AddAlt(opt, std::move(more));
+      g->AddAlt(opt, {});
+      inner = opt;
+    }
+    seq.push_back(Element::Ref(inner));
+  }
+  g->AddAlt(rule, std::move(seq));
+  return Element::Ref(rule);
+}
+
+}  // namespace tw::grammar
