@@ -161,6 +161,27 @@ Status App::Init(bool watch_signals) {
   bounds.max_logit_bias = static_cast<size_t>(config_.max_logit_bias);
   bounds.max_stop_token_ids = static_cast<size_t>(config_.max_stop_token_ids);
   bounds.strict_request_fields = config_.strict_request_fields;
+  // Structured output over the model's ids: the tokenizer's bytes, none for
+  // end-of-text and for ids past the tokenizer (a padded vocabulary).
+  {
+    const int vocab = backend_info_.vocab_size > 0 ? backend_info_.vocab_size : bounds.vocab_size;
+    std::vector<std::string> token_bytes(static_cast<size_t>(vocab));
+    const int32_t eos = tokenizer_.end_of_text_id();
+    for (int id = 0; id < vocab && id < static_cast<int>(tokenizer_.vocab_size()); id++) {
+      if (id != eos) token_bytes[static_cast<size_t>(id)] = std::string(tokenizer_.TokenBytes(id));
+    }
+    grammar::CompilerOptions go;
+    go.max_source_bytes = static_cast<size_t>(config_.grammar_max_bytes);
+    go.grammar.max_elements = static_cast<int>(config_.grammar_max_elements);
+    go.max_compile_ms = static_cast<int>(config_.grammar_max_compile_ms);
+    go.cache_entries = static_cast<int>(config_.grammar_cache_entries);
+    go.matcher.max_states = static_cast<int>(config_.grammar_max_states);
+    go.matcher.max_cached_masks = static_cast<int>(config_.grammar_cached_masks);
+    go.json.max_whitespace = static_cast<int>(config_.json_max_whitespace);
+    grammars_ = std::make_unique<grammar::Compiler>(
+        std::make_shared<const grammar::Vocabulary>(std::move(token_bytes), eos), go);
+    bounds.grammars = grammars_.get();
+  }
   openai_ = std::make_unique<openai::OpenAiEndpoints>(
       this, chat_template_, log_.get(),
       metrics_.AddCounter("openai_unknown_fields_total",

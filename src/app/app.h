@@ -37,6 +37,7 @@
 #include "backend/backend.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "grammar/compiler.h"
 #include "common/status.h"
 #include "http/router.h"
 #include "http/server.h"
@@ -151,6 +152,9 @@ class App : public service::Service {
   http::Router router_;
   std::unique_ptr<http::Server> server_;
   tokenizer::Tokenizer tokenizer_;
+  // Structured output: compiles request grammars on the prep threads, and
+  // caches them (info_.bounds.grammars points here).
+  std::unique_ptr<grammar::Compiler> grammars_;
   std::unique_ptr<net::WorkerPool> prep_;  // after tokenizer_: its jobs use it
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<stream::StreamHub> hub_;

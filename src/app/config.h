@@ -70,6 +70,14 @@ struct Config {
   int64_t max_chat_messages = 2048;
   int64_t max_logit_bias = 300;       // --max-logit-bias: logit_bias entries per request (OpenAI's bound)
   int64_t max_stop_token_ids = 64;    // --max-stop-token-ids: stop_token_ids entries per request
+  // Structured output (grammar/compiler.h).
+  int64_t grammar_max_bytes = 65536;      // --grammar-max-bytes: a schema, pattern, grammar or choice list
+  int64_t grammar_max_elements = 200000;  // --grammar-max-elements: the compiled grammar's size
+  int64_t grammar_max_compile_ms = 2000;  // --grammar-max-compile-ms
+  int64_t grammar_cache_entries = 64;     // --grammar-cache-entries: compiled grammars kept
+  int64_t grammar_max_states = 8192;      // --grammar-max-states: matcher states of one compiled grammar
+  int64_t grammar_cached_masks = 256;     // --grammar-cached-masks: token masks kept per compiled grammar
+  int64_t json_max_whitespace = 8;        // --json-max-whitespace: bytes between JSON tokens
   int64_t stream_interval = 1;            // --stream-interval: token events announced in groups of up to N
   int64_t stream_interval_bound_ms = 10;  // --stream-interval-bound-ms: the longest a token is held
   int64_t write_batch_events = 64;        // --write-batch-events: events one subscriber is handed per loop iteration

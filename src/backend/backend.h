@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "grammar/matcher.h"
 #include "stream/producer.h"
 #include "stream/stream.h"
 
@@ -65,6 +66,11 @@ struct GenerationRequest {
   // --scheduling-policy priority (the engine refuses another value
   // otherwise). Admission and preemption order follow it.
   int priority = 0;
+  // Structured output: the compiled grammar every generated token must
+  // follow (grammar/matcher.h; response_format, guided_*, grammar,
+  // json_schema); null: unconstrained. Shared with the server's grammar
+  // cache and every choice of the request.
+  std::shared_ptr<grammar::TokenGrammar> grammar;
   int64_t queue_timeout_ms = 0;   // 0 = wait as long as needed
   stream::Clock::time_point arrival = stream::Clock::now();
 };

@@ -60,6 +60,15 @@ MockBackend::~MockBackend() { Shutdown(); }
 
 bool MockBackend::Submit(std::shared_ptr<stream::Stream> stream, GenerationRequest request,
                          ApiError* refusal) {
+  if (request.grammar) {
+    // Its tokens are synthetic: no grammar could hold them.
+    if (refusal) {
+      *refusal = ApiError::Make(ErrorCode::kInvalidRequest,
+                                "structured output needs a model backend (--backend cpu or cuda); the mock's tokens "
+                                "are synthetic");
+    }
+    return false;
+  }
   MutexLock lock(mu_);
   if (stopping_) {
     if (refusal) {

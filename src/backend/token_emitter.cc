@@ -16,7 +16,7 @@ TokenEmitter::TokenEmitter(const tokenizer::Tokenizer* tokenizer, const Generati
   stop_ids_ = r.stop_token_ids;
 }
 
-TokenEmitter::Emit TokenEmitter::Push(int32_t token) {
+TokenEmitter::Emit TokenEmitter::Push(int32_t token, bool last) {
   Emit e;
   e.index = produced_++;
   const bool may_end = produced_ >= min_tokens_;
@@ -36,11 +36,11 @@ TokenEmitter::Emit TokenEmitter::Push(int32_t token) {
   if (step.stopped) {
     e.done = true;
     e.reason = stream::FinishReason::kStop;
-  } else if (produced_ >= max_new_tokens_) {
+  } else if (produced_ >= max_new_tokens_ || last) {
     e.text += text_.Push(utf8_.Flush()).text;
     e.text += text_.Flush();
     e.done = true;
-    e.reason = stream::FinishReason::kLength;
+    e.reason = last ? stream::FinishReason::kStop : stream::FinishReason::kLength;
   }
   return e;
 }

@@ -51,7 +51,10 @@ class TokenEmitter {
     stream::FinishReason reason = stream::FinishReason::kLength;  // when done
   };
   // The next drawn token. Not to be called after an Emit with done.
-  Emit Push(int32_t token);
+  // `last`: the producer ends the generation with this token for a reason
+  // of its own (a grammar that takes nothing more): unless a rule above
+  // ends it first, it ends "stop" carrying everything held back, as rule 3.
+  Emit Push(int32_t token, bool last = false);
 
   int produced() const { return produced_; }  // tokens pushed so far
 

@@ -3,6 +3,11 @@
 // one place for the CPU runner and the CUDA kernels, so that given the same
 // logits both runners compute the same bits.
 //
+// First, a row with a grammar (structured output) has its token mask applied:
+// every id the grammar does not allow gets -inf (ApplyTokenMask; vLLM and
+// XGrammar mask before the logits processors too), so what follows sees the
+// masked distribution.
+//
 // The engine turns a request's logit_bias, min_tokens and penalties into at
 // most one LogitEdit per token id (engine/logit_editor.h); a runner applies
 // each edit to its id's logit, in this order (vLLM's):
@@ -53,6 +58,21 @@ TW_HOST_DEVICE float ApplyLogitEdit(float x, const LogitEdit& e) {
   if (e.rep != 1.0f) l = l > 0.0f ? l / e.rep : l * e.rep;
   return l - e.sub;
 #endif
+}
+
+// Whether `mask` (bit id % 64 of word id / 64) allows `id`.
+TW_HOST_DEVICE bool TokenAllowed(const uint64_t* mask, int id) { return (mask[id >> 6] >> (id & 63)) & 1; }
+
+// -inf for every id of logits[0, vocab) that `mask` does not allow.
+inline void ApplyTokenMask(float* logits, int vocab, const uint64_t* mask) {
+  for (int w = 0; w * 64 < vocab; ++w) {
+    const uint64_t bits = mask[w];
+    if (bits == ~uint64_t{0}) continue;
+    const int end = vocab < (w + 1) * 64 ? vocab : (w + 1) * 64;
+    for (int id = w * 64; id < end; ++id) {
+      if (!((bits >> (id & 63)) & 1)) logits[id] = -std::numeric_limits<float>::infinity();
+    }
+  }
 }
 
 // log(min_p) as the samplers take it: 0 (or NaN) for min_p <= 0 or NaN,

@@ -7,6 +7,7 @@
 
 #include "backend/token_emitter.h"
 #include "engine/logit_editor.h"
+#include "grammar/matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tw::engine {
@@ -55,6 +56,7 @@ struct Engine::Sequence {
   int preemptions = 0;
   backend::TokenEmitter emit;  // the tokens produced so far, their text, the end rules
   LogitEditor edits;           // logit_bias, min_tokens and the penalties, as they stand
+  grammar::Matcher matcher;    // structured output: the grammar's state after the tokens so far
   // request.prompt_logprobs >= 0: the runner's entries (during the prefill),
   // then the event's, until the first token carries them.
   std::vector<SampledToken> prompt_out;
@@ -71,7 +73,8 @@ struct Engine::Sequence {
         stream(std::move(s)),
         request(std::move(r)),
         emit(tokenizer, request, eos),
-        edits(request, eos) {
+        edits(request, eos),
+        matcher(request.grammar ? grammar::Matcher(request.grammar) : grammar::Matcher()) {
     sampling.temperature = request.temperature;
     sampling.top_k = request.top_k;
     sampling.top_p = request.top_p;
@@ -130,6 +133,8 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   std::unique_ptr<Engine> e(new Engine(std::move(runner), tokenizer, o));
   e->pool_ = std::make_unique<BlockPool>(o.num_kv_blocks, o.block_size_tokens, o.prefix_cache);
   e->sampled_.assign(static_cast<size_t>(o.max_batch), SampledToken{});
+  e->mask_words_ = (e->shape_.vocab_size + 63) / 64;
+  e->scratch_.masks.assign(static_cast<size_t>(o.max_batch) * static_cast<size_t>(e->mask_words_), 0);
   StepScratch& sc = e->scratch_;
   sc.rows.reserve(o.max_batch);
   sc.chunks.reserve(o.max_batch);
@@ -229,6 +234,11 @@ bool Engine::Submit(std::shared_ptr<stream::Stream> stream, backend::GenerationR
   }
   for (int32_t id : request.stop_token_ids) {
     if (std::string m = named("stop_token_ids", id); !m.empty()) return refuse(ApiError::Make(ErrorCode::kInvalidRequest, m));
+  }
+  if (request.grammar && request.grammar->vocab().size() != shape_.vocab_size) {
+    return refuse(ApiError::Make(ErrorCode::kInternal,
+                                 "the grammar was compiled for " + std::to_string(request.grammar->vocab().size()) +
+                                     " token ids, the model has " + std::to_string(shape_.vocab_size)));
   }
   auto refuse_param = [&](const char* param, std::string message) {
     ApiError e = ApiError::Make(ErrorCode::kInvalidRequest, std::move(message));
@@ -741,21 +751,66 @@ void Engine::Schedule() {
   }
 }
 
-void Engine::RunRows(Sequence* const* rows, const int* n, int count, int decodes) {
+bool Engine::MaskOf(Sequence& s, uint64_t* mask) {
+  Status st = s.matcher.FillMask(mask);
+  if (st.ok()) {
+    // End-of-text and the stop tokens only where the grammar may end (the
+    // matcher allows end-of-text exactly there); ignore_eos: never.
+    const bool complete = s.matcher.IsComplete();
+    auto put = [&](int32_t id, bool on) {
+      if (id < 0 || id >= shape_.vocab_size) return;
+      const uint64_t bit = uint64_t{1} << (id & 63);
+      mask[id >> 6] = on ? (mask[id >> 6] | bit) : (mask[id >> 6] & ~bit);
+    };
+    for (int32_t id : s.request.stop_token_ids) put(id, complete);
+    if (s.request.ignore_eos) put(shape_.eos_token_id, false);
+    uint64_t any = 0;
+    for (int w = 0; w < mask_words_; w++) any |= mask[w];
+    if (any != 0) return true;
+    st = Status::Error("grammar: no token of the vocabulary continues the output");
+  }
+  Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInvalidRequest, st.message())));
+  return false;
+}
+
+void Engine::RunRows(Sequence** rows, int* n, int count, int decodes) {
   if (count == 0) return;
   auto t0 = stream::Clock::now();
+  // Structured output: each drawing row's mask first; a row whose grammar
+  // fails (a bound passed) ends with that error and leaves the step.
+  int kept = 0, kept_decodes = 0;
+  for (int i = 0; i < count; i++) {
+    Sequence& s = *rows[i];
+    const bool draws = i < decodes || s.cached + n[i] >= s.prompt_len;
+    if (draws && s.matcher.active() &&
+        !MaskOf(s, scratch_.masks.data() + static_cast<size_t>(kept) * static_cast<size_t>(mask_words_))) {
+      continue;
+    }
+    rows[kept] = rows[i];
+    n[kept] = n[i];
+    kept_decodes += i < decodes;
+    kept++;
+  }
+  count = kept;
+  decodes = kept_decodes;
+  if (count == 0) return;
   std::vector<SeqView>& views = scratch_.views;
   views.clear();
   for (int i = 0; i < count; i++) {
     Sequence& s = *rows[i];
+    const uint64_t* mask = s.matcher.active()
+                               ? scratch_.masks.data() + static_cast<size_t>(i) * static_cast<size_t>(mask_words_)
+                               : nullptr;
     if (i < decodes) {
       views.push_back(ViewOf(s, &s.last_token, 1));
+      views.back().sampling.mask = mask;
       continue;
     }
     views.push_back(ViewOf(s, s.kv_tokens.data() + s.cached, n[i]));
     SeqView& v = views.back();
     const bool ends = s.cached + n[i] >= s.prompt_len;
     v.sample = ends;  // a chunk that does not end the prompt draws nothing
+    v.sampling.mask = mask;
     if (s.wants_prompt_logprobs()) {
       // Every position's log-probabilities, chunk by chunk (such a prompt
       // shares no cached prefix: its first chunk starts at 0).
@@ -847,7 +902,18 @@ void Engine::PromptLogprobsOf(Sequence& s) const {
 bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
   s.last_token = sampled.id;
   counters_.tokens_generated++;
-  backend::TokenEmitter::Emit e = s.emit.Push(sampled.id);
+  if (s.matcher.active()) {
+    // The mask allowed only what the grammar takes; anything else is a bug.
+    if (Status st = s.matcher.Accept(sampled.id); !st.ok()) {
+      ReportBug(s, "the runner drew a token the grammar's mask refuses", st.message());
+      Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, st.message())));
+      return true;
+    }
+  }
+  // A grammar that is complete and takes nothing more ends the output with
+  // this token (finish "stop"): end-of-text would be the only token left.
+  const bool grammar_done = s.matcher.active() && s.matcher.IsComplete() && !s.matcher.CanContinue();
+  backend::TokenEmitter::Emit e = s.emit.Push(sampled.id, grammar_done);
   if (!e.done) s.edits.OnToken(sampled.id, s.emit.produced());
   stream::Event event = stream::Event::Token(e.index, sampled.id, std::move(e.text));
   event.logprobs = LogprobsOf(sampled);

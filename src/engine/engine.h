@@ -336,7 +336,11 @@ class Engine : public backend::Backend {
   // then n[i] prompt tokens each), then each row's results: tokens
   // appended, prompts advanced, first tokens of the prompts completed. A
   // failed call is retried row by row, so that only a bad row fails.
-  void RunRows(Sequence* const* rows, const int* n, int count, int decodes);
+  void RunRows(Sequence** rows, int* n, int count, int decodes);
+  // Structured output: s's allowed-token mask for its next draw into `mask`
+  // (its grammar's, with end-of-text and stop_token_ids only where the
+  // grammar may end). On error the sequence is retired with it.
+  bool MaskOf(Sequence& s, uint64_t* mask);
   // The blocks s shares that are not ready yet are being computed by a
   // live prefill (else that prefill failed).
   bool SharedInProgress(const Sequence& s) const;
@@ -415,7 +419,11 @@ class Engine : public backend::Backend {
     std::vector<Sequence*> order;        // Admit: the waiting, in admission order (grows with the queue)
     std::vector<Sequence*> grow;         // Grow: the decode rows by priority, then admission
     std::vector<SeqView> views;          // the runner's view of each row
+    // Structured output: row i's allowed-token mask at masks[i * mask_words]
+    // (max_batch rows of ModelShape::vocab_size bits; 6.3 KB a row for GPT-2).
+    std::vector<uint64_t> masks;
   } scratch_;
+  int mask_words_ = 0;  // (vocab_size + 63) / 64
   int naive_live_ = 0;  // live sequences of `naive` lab streams (the gate)
   int watermark_blocks_ = 0;   // optimistic admission keeps this many blocks free
   uint64_t next_admit_ = 0;    // admission order (preemption takes the latest)

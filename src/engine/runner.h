@@ -84,6 +84,13 @@ struct SamplingRow {
   // the call only; num_edits <= RunnerLimits::max_edits_per_row.
   const LogitEdit* edits = nullptr;
   int num_edits = 0;
+  // Structured output: the ids the row's grammar allows (bit id % 64 of
+  // word id / 64, ModelShape::vocab_size bits); every other id's logit is
+  // -inf before anything else (common/logit_edit.h, ApplyTokenMask), so the
+  // edits, the cuts, the draw and the log-probabilities all see the masked
+  // distribution. Null: every id. Built by the engine (grammar/matcher.h);
+  // valid during the call only; never all zero.
+  const uint64_t* mask = nullptr;
   uint64_t seed = 0;         // the request's seed
   uint64_t counter = 0;      // which draw: the token's index in the completion
   // -1: no log-probabilities; 0..kMaxTopLogprobs: the sampled token's

@@ -106,6 +106,7 @@ void CpuRunner::SampleRows(const engine::SeqView* seqs, int count, engine::Sampl
     const engine::SamplingRow& r = seqs[i].sampling;
     SamplingParams p{r.temperature, r.top_k, r.top_p, r.min_p};
     float* row = logits_.data() + j * V;
+    if (r.mask != nullptr) ApplyTokenMask(row, static_cast<int>(V), r.mask);
     for (int e = 0; e < r.num_edits; e++) {
       const LogitEdit& edit = r.edits[e];
       if (edit.id >= 0 && static_cast<size_t>(edit.id) < V) row[edit.id] = ApplyLogitEdit(row[edit.id], edit);

@@ -13,7 +13,8 @@
 // (`messages[2].content`), a role other than system / developer / user /
 // assistant, content parts other than text (`messages[0].content[1].type`),
 // and params this server does not implement (tools, tool_choice, functions,
-// function_call, response_format other than text, …), each by name and why.
+// function_call, …), each by name and why; response_format and the other
+// structured-output fields are service/structured_output.h's.
 // The top-level params follow completions' field policy (ParseSharedParam,
 // OtherParam in openai/completions.h): unknown ones are accepted and listed.
 //

@@ -237,18 +237,11 @@ struct KnownParam {
 };
 constexpr const char* kNoTools =
     "tool and function calling is not supported: GPT-2 is a base model that was never trained to call tools";
-constexpr const char* kNoStructured =
-    "structured output is not supported by this server yet; the output is plain text";
 const KnownParam kUnsupportedParams[] = {
     {"tools", kNoTools},
     {"tool_choice", kNoTools},
     {"functions", kNoTools},
     {"function_call", kNoTools},
-    {"guided_json", kNoStructured},  // vLLM's structured output extras
-    {"guided_regex", kNoStructured},
-    {"guided_choice", kNoStructured},
-    {"guided_grammar", kNoStructured},
-    {"structured_outputs", kNoStructured},
     {"audio", "only text is supported: GPT-2 reads and writes text"},
     {"prediction", "predicted outputs are not supported by this server"},
     {"reasoning_effort", "GPT-2 is not a reasoning model"},
@@ -276,15 +269,6 @@ bool OtherParam(const std::string& key, const json::Value& val, const service::R
   for (const KnownParam& p : kUnsupportedParams) {
     if (key != p.name) continue;
     return val.is_null() || Unsupported(err, key, p.why);
-  }
-  if (key == "response_format") {
-    // {"type":"text"} is the default: plain text, what we always write.
-    const json::Value* type = val.is_object() ? val.Find("type") : nullptr;
-    if (val.is_null() || (type != nullptr && val.members().size() == 1 && type->is_string() &&
-                          type->as_string() == "text")) {
-      return true;
-    }
-    return Unsupported(err, key, std::string(kNoStructured) + " (only {\"type\":\"text\"} is accepted)");
   }
   if (key == "modalities") {
     // ["text"] is the default and all GPT-2 writes.

@@ -127,7 +127,7 @@ service::FieldRead ParseSharedParam(const std::string& key, const json::Value& v
 bool CheckPromptLogprobsParam(const backend::GenerationRequest& controls, bool stream, ApiError* err);
 // A member no parser above reads (the field policy, docs/openai.md): a
 // param this server knows and does not support is refused naming it and
-// why (tools, response_format other than text, ...); one that changes
+// why (tools, modalities other than text, ...); one that changes
 // nothing here is accepted and ignored (user, store, metadata, ...); any
 // other is unknown: recorded in *unknown, or refused with
 // bounds.strict_request_fields.

@@ -29,6 +29,9 @@
 namespace tw::tokenizer {
 class Tokenizer;
 }
+namespace tw::grammar {
+class Compiler;
+}
 
 namespace tw::service {
 
@@ -48,6 +51,9 @@ struct RequestBounds {
   // know instead of accepting it with a warning (docs/openai.md). Our own
   // API refuses unknown fields always.
   bool strict_request_fields = false;
+  // Compiles the structured-output fields (service/structured_output.h);
+  // null: they are refused. Not owned; thread-safe.
+  grammar::Compiler* grammars = nullptr;
 };
 
 struct ParsedGeneration {

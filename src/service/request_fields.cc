@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "service/structured_output.h"
+
 namespace tw::service {
 
 namespace {
@@ -253,7 +255,7 @@ FieldRead ReadSamplingField(std::string_view key, const json::Value& val, const 
     if (val.is_null()) return FieldRead::kRead;
     return done(ReadStopTokenIds(val, bounds, out, err));
   }
-  return FieldRead::kNotMine;
+  return ReadStructuredField(key, val, bounds, out, err);
 }
 
 bool CheckMinTokens(const backend::GenerationRequest& r, std::string_view max_field, ApiError* err) {

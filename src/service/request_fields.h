@@ -85,7 +85,8 @@ enum class FieldRead {
   kRefused,  // *err says why
 };
 
-// One member of a request body, if it is a sampling control (top_k: -1 or
+// One member of a request body, if it is a sampling control or a
+// structured-output field (service/structured_output.h) (top_k: -1 or
 // 0 = off, else 1..; min_p [0, 1]; repetition_penalty (0, 10]; presence and
 // frequency penalties [-2, 2]; logit_bias an object of token-id strings to
 // numbers in [-100, 100], at most bounds.max_logit_bias entries; min_tokens

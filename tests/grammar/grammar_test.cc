@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "grammar/recognizer.h"
+#include "support/recognizer.h"
 
 namespace tw::grammar {
 namespace {

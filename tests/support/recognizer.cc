@@ -1,4 +1,4 @@
-#include "grammar/recognizer.h"
+#include "support/recognizer.h"
 
 #include <set>
 #include <tuple>

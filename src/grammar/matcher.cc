@@ -1,0 +1,346 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace tw::grammar {
+
+namespace {
+
+uint64_t PairKey(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
+// A token's bytes for error messages: printable ASCII as is, the rest \xHH.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- Vocabulary ---------------------------------------------------------------
+
+Vocabulary::Vocabulary(std::vector<std::string> token_bytes, int32_t eos)
+    : bytes_(std::move(token_bytes)), eos_(eos) {
+  // Ids in byte order; a trie node per distinct prefix, laid out in
+  // preorder while walking the sorted list once: the path from the root to
+  // the current node is the previous token's prefix shared with this one.
+  std::vector<int32_t> order;
+  for (int32_t id = 0; id < size(); ++id) {
+    if (!bytes_[id].empty() && id != eos_) order.push_back(id);
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
+  trie_.push_back(TrieNode{});
+  std::vector<int32_t> path{0};  // path[d]: the node at depth d
+  std::string_view prev;
+  auto close_to = [&](size_t depth) {  // pops the path down to `depth` nodes below the root
+    while (path.size() > depth + 1) {
+      trie_[path.back()].end = static_cast<int32_t>(trie_.size());
+      path.pop_back();
+    }
+  };
+  for (int32_t id : order) {
+    const std::string_view b = bytes_[id];
+    size_t common = 0;
+    while (common < prev.size() && common < b.size() && prev[common] == b[common]) ++common;
+    close_to(common);
+    for (size_t d = common; d < b.size(); ++d) {
+      TrieNode n;
+      n.byte = static_cast<uint8_t>(b[d]);
+      path.push_back(static_cast<int32_t>(trie_.size()));
+      trie_.push_back(n);
+    }
+    TrieNode& leaf = trie_[path.back()];
+    if (leaf.num_tokens == 0) leaf.first_token = static_cast<int32_t>(tokens_.size());
+    // Equal byte strings are adjacent in the order, so a node's tokens are
+    // consecutive in tokens_.
+    tokens_.push_back(id);
+    ++leaf.num_tokens;
+    max_token_bytes_ = std::max(max_token_bytes_, static_cast<int>(b.size()));
+    prev = b;
+  }
+  close_to(0);
+  trie_[0].end = static_cast<int32_t>(trie_.size());
+}
+
+// ---- TokenGrammar: compiling ----------------------------------------------------
+
+Status TokenGrammar::Compile(const Grammar& g, std::shared_ptr<const Vocabulary> vocab, const MatcherLimits& limits,
+                             std::shared_ptr<TokenGrammar>* out) {
+  if (Status st = Check(g); !st.ok()) return st;
+  std::shared_ptr<TokenGrammar> tg(new TokenGrammar());
+  tg->vocab_ = std::move(vocab);
+  tg->limits_ = limits;
+  tg->rule_alts_.resize(g.rules.size());
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    for (const Sequence& seq : g.rules[r].alts) {
+      tg->rule_alts_[r].push_back(static_cast<int32_t>(tg->prog_.size()));
+      for (const Element& e : seq) {
+        Pos p;
+        if (e.kind == Element::kBytes) {
+          p.kind = Pos::kBytes;
+          p.arg = static_cast<int32_t>(tg->sets_.size());
+          tg->sets_.push_back(e.bytes);
+        } else {
+          p.kind = Pos::kRef;
+          p.arg = e.rule;
+        }
+        tg->prog_.push_back(p);
+      }
+      tg->prog_.push_back(Pos{});  // kEnd
+    }
+  }
+  MutexLock lock(tg->mu_);
+  tg->scratch_nodes_.clear();
+  tg->scratch_complete_ = false;
+  tg->seen_.clear();
+  for (int32_t a : tg->rule_alts_[g.root]) {
+    if (Status st = tg->Expand(a, -1); !st.ok()) return st;
+  }
+  if (Status st = tg->Intern(&tg->initial_); !st.ok()) return st;
+  *out = std::move(tg);
+  return Status::Ok();
+}
+
+int32_t TokenGrammar::NodeFor(int32_t pos, int32_t parent) {
+  auto [it, fresh] = node_ids_.try_emplace(PairKey(pos, parent), static_cast<int32_t>(nodes_.size()));
+  if (!fresh) return it->second;
+  if (static_cast<int>(nodes_.size()) >= limits_.max_stack_nodes) {
+    node_ids_.erase(it);
+    return -1;
+  }
+  nodes_.push_back(Node{pos, parent});
+  return it->second;
+}
+
+Status TokenGrammar::Expand(int32_t pos, int32_t parent) {
+  // The closure of (pos, parent) over references (push, or for a tail
+  // reference keep the parent) and alternative ends (pop), collecting the
+  // stacks whose top is a byte set. seen_ drops repeats within one step.
+  work_.clear();
+  work_.push_back({pos, parent});
+  while (!work_.empty()) {
+    const auto [p, par] = work_.back();
+    work_.pop_back();
+    const uint64_t key = PairKey(p, par);
+    if (std::find(seen_.begin(), seen_.end(), key) != seen_.end()) continue;
+    seen_.push_back(key);
+    const Pos& e = prog_[p];
+    if (e.kind == Pos::kBytes) {
+      const int32_t n = NodeFor(p, par);
+      if (n < 0) {
+        return Status::Error("grammar: more than " + std::to_string(limits_.max_stack_nodes) +
+                             " parse stack nodes (--grammar-max-states bounds the matcher)");
+      }
+      scratch_nodes_.push_back(n);
+    } else if (e.kind == Pos::kEnd) {
+      if (par < 0) {
+        scratch_complete_ = true;
+      } else {
+        work_.push_back({nodes_[par].pos, nodes_[par].parent});
+      }
+    } else {
+      int32_t ret = par;  // a tail reference returns where this rule would
+      if (prog_[p + 1].kind != Pos::kEnd) {
+        ret = NodeFor(p + 1, par);
+        if (ret < 0) {
+          return Status::Error("grammar: more than " + std::to_string(limits_.max_stack_nodes) +
+                               " parse stack nodes (--grammar-max-states bounds the matcher)");
+        }
+      }
+      for (int32_t a : rule_alts_[e.arg]) work_.push_back({a, ret});
+    }
+  }
+  return Status::Ok();
+}
+
+Status TokenGrammar::Intern(int32_t* out) {
+  std::sort(scratch_nodes_.begin(), scratch_nodes_.end());
+  scratch_nodes_.erase(std::unique(scratch_nodes_.begin(), scratch_nodes_.end()), scratch_nodes_.end());
+  if (scratch_nodes_.empty() && !scratch_complete_) {
+    *out = kDead;
+    return Status::Ok();
+  }
+  if (static_cast<int>(scratch_nodes_.size()) > limits_.max_stacks_per_state) {
+    return Status::Error("grammar: " + std::to_string(scratch_nodes_.size()) + " parses at once (at most " +
+                         std::to_string(limits_.max_stacks_per_state) + "): the grammar is too ambiguous");
+  }
+  key_.assign(reinterpret_cast<const char*>(scratch_nodes_.data()), scratch_nodes_.size() * sizeof(int32_t));
+  key_.push_back(scratch_complete_ ? 1 : 0);
+  auto it = state_ids_.find(key_);
+  if (it != state_ids_.end()) {
+    *out = it->second;
+    return Status::Ok();
+  }
+  if (static_cast<int>(states_.size()) >= limits_.max_states) {
+    return Status::Error("grammar: more than " + std::to_string(limits_.max_states) +
+                         " matcher states (--grammar-max-states)");
+  }
+  State s;
+  s.first = static_cast<int32_t>(stacks_.size());
+  s.count = static_cast<int32_t>(scratch_nodes_.size());
+  s.complete = scratch_complete_;
+  stacks_.insert(stacks_.end(), scratch_nodes_.begin(), scratch_nodes_.end());
+  *out = static_cast<int32_t>(states_.size());
+  states_.push_back(std::move(s));
+  state_ids_.emplace(key_, *out);
+  return Status::Ok();
+}
+
+// ---- TokenGrammar: stepping -------------------------------------------------------
+
+Status TokenGrammar::StepLocked(int32_t state, uint8_t byte, int32_t* next) {
+  if (state < 0) {
+    *next = kDead;
+    return Status::Ok();
+  }
+  if (!states_[state].next) {
+    states_[state].next = std::make_unique<std::array<int32_t, 256>>();
+    states_[state].next->fill(kUnknown);
+  }
+  const int32_t known = (*states_[state].next)[byte];
+  if (known != kUnknown) {
+    *next = known;
+    return Status::Ok();
+  }
+  // Every stack whose top takes the byte moves past it.
+  scratch_nodes_.clear();
+  scratch_complete_ = false;
+  seen_.clear();
+  const int32_t first = states_[state].first, count = states_[state].count;
+  for (int32_t i = first; i < first + count; ++i) {
+    const Node n = nodes_[stacks_[i]];
+    if (!sets_[prog_[n.pos].arg].Has(byte)) continue;
+    if (Status st = Expand(n.pos + 1, n.parent); !st.ok()) return st;
+  }
+  if (Status st = Intern(next); !st.ok()) return st;
+  (*states_[state].next)[byte] = *next;  // states_ may have grown: index again
+  ++stats_.steps_computed;
+  return Status::Ok();
+}
+
+Status TokenGrammar::Step(int32_t state, uint8_t byte, int32_t* next) {
+  MutexLock lock(mu_);
+  return StepLocked(state, byte, next);
+}
+
+Status TokenGrammar::StepToken(int32_t state, int32_t id, int32_t* next) {
+  *next = kDead;
+  if (id < 0 || id >= vocab_->size() || id == vocab_->eos()) return Status::Ok();
+  const std::string_view b = vocab_->bytes(id);
+  if (b.empty()) return Status::Ok();
+  MutexLock lock(mu_);
+  int32_t s = state;
+  for (unsigned char c : b) {
+    if (Status st = StepLocked(s, c, &s); !st.ok()) return st;
+    if (s == kDead) break;
+  }
+  *next = s;
+  return Status::Ok();
+}
+
+bool TokenGrammar::IsComplete(int32_t state) {
+  MutexLock lock(mu_);
+  return state >= 0 && states_[state].complete;
+}
+
+bool TokenGrammar::CanContinue(int32_t state) {
+  MutexLock lock(mu_);
+  return state >= 0 && states_[state].count > 0;
+}
+
+// ---- TokenGrammar: masks -----------------------------------------------------------
+
+Status TokenGrammar::ComputeMask(int32_t state, uint64_t* mask) {
+  const Vocabulary& v = *vocab_;
+  std::memset(mask, 0, sizeof(uint64_t) * v.mask_words());
+  auto set = [&](int32_t id) { mask[id >> 6] |= uint64_t{1} << (id & 63); };
+  if (state < 0) return Status::Ok();
+  if (states_[state].complete && v.eos() >= 0) set(v.eos());
+  // Depth-first over the trie, each frame a node, the next child to try and
+  // the state its prefix leads to; a dead byte cuts the child's subtree.
+  struct Frame {
+    int32_t node, child, state;
+  };
+  std::vector<Frame> frames;
+  frames.reserve(v.max_token_bytes_ + 2);
+  frames.push_back({0, 1, state});
+  int64_t visited = 0;
+  while (!frames.empty()) {
+    Frame& f = frames.back();
+    if (f.child >= v.trie_[f.node].end) {
+      frames.pop_back();
+      continue;
+    }
+    const int32_t c = f.child;
+    const int32_t from = f.state;
+    f.child = v.trie_[c].end;
+    const Vocabulary::TrieNode& n = v.trie_[c];
+    ++visited;
+    int32_t to;
+    if (Status st = StepLocked(from, n.byte, &to); !st.ok()) return st;
+    if (to == kDead) continue;
+    for (int32_t k = 0; k < n.num_tokens; ++k) set(v.tokens_[n.first_token + k]);
+    if (n.end > c + 1) frames.push_back({c, c + 1, to});
+  }
+  stats_.trie_nodes_visited += visited;
+  ++stats_.masks_computed;
+  return Status::Ok();
+}
+
+Status TokenGrammar::FillMask(int32_t state, uint64_t* mask) {
+  const int words = vocab_->mask_words();
+  MutexLock lock(mu_);
+  if (auto it = masks_.find(state); it != masks_.end()) {
+    std::memcpy(mask, it->second.data(), sizeof(uint64_t) * words);
+    ++stats_.mask_cache_hits;
+    return Status::Ok();
+  }
+  if (Status st = ComputeMask(state, mask); !st.ok()) return st;
+  if (limits_.max_cached_masks > 0) {
+    if (static_cast<int>(masks_.size()) >= limits_.max_cached_masks) masks_.erase(masks_.begin());
+    masks_.emplace(state, std::vector<uint64_t>(mask, mask + words));
+  }
+  return Status::Ok();
+}
+
+MatcherStats TokenGrammar::stats() {
+  MutexLock lock(mu_);
+  MatcherStats s = stats_;
+  s.states = static_cast<int64_t>(states_.size());
+  s.stack_nodes = static_cast<int64_t>(nodes_.size());
+  return s;
+}
+
+// ---- Matcher --------------------------------------------------------------------------
+
+Status Matcher::Accept(int32_t id) {
+  if (grammar_ == nullptr) return Status::Ok();
+  const Vocabulary& v = grammar_->vocab();
+  if (id >= 0 && id == v.eos()) {
+    if (grammar_->IsComplete(state_)) return Status::Ok();
+    return Status::Error("grammar: end-of-text before the output is complete");
+  }
+  int32_t next;
+  if (Status st = grammar_->StepToken(state_, id, &next); !st.ok()) return st;
+  if (next == TokenGrammar::kDead) {
+    const std::string text = id >= 0 && id < v.size() ? Printable(v.bytes(id)) : std::string("?");
+    return Status::Error("grammar: token " + std::to_string(id) + " (\"" + text + "\") is not allowed here");
+  }
+  state_ = next;
+  return Status::Ok();
+}
+
+}  // namespace tw::grammar

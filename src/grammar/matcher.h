@@ -1,0 +1,209 @@
+// The token matcher: which of the model's tokens a grammar allows next, as a
+// bitmask over the vocabulary, and the grammar's state after each token.
+//
+// Design (docs/structured-output.md has the measurements):
+//   - A grammar (grammar/grammar.h) is flattened into positions; a parse is
+//     a pushdown STACK of positions, hash-consed into a node pool so that
+//     equal stacks are one id and a stack shares its tail with others. A
+//     tail reference (the last element of an alternative) does not push, so
+//     right recursion -- every x* -- runs in constant stack.
+//   - The matcher's state is a SET of such stacks (the grammar may be
+//     ambiguous, and one byte may start several alternatives) plus whether
+//     the grammar may end here; sets are interned, so a state is one int.
+//   - States are the nodes of a DFA built lazily: Step(state, byte) is
+//     computed once and then read from a 256-entry table. A token is
+//     accepted by stepping its bytes.
+//   - The allowed-token mask of a state walks the vocabulary's byte TRIE
+//     (Vocabulary) along the DFA, cutting every subtree at its first dead
+//     byte: a state inside a key literal touches a handful of trie nodes, a
+//     state inside a string most of them. Masks are cached per state, so a
+//     state seen before -- inside a string, between array items, in the
+//     next request with the same schema -- costs a copy of 6.3 KB.
+//   This is the token-trie walk over a pushdown automaton (the Outlines /
+//   llguidance family) with the automaton determinised on the fly, which
+//   makes the walk cheap enough to run uncached and the cache cheap enough
+//   to share by every sequence of a compiled grammar.
+//
+// Threads: a TokenGrammar is shared by every sequence that uses it (the
+// server's grammar cache hands one compiled grammar to many requests); its
+// lazily built parts are guarded by its mutex, so any thread may call it.
+// A Matcher (one sequence's state: a pointer and an int) belongs to one
+// thread at a time.
+// Memory: bounded by MatcherLimits per compiled grammar: the interned
+// states (each with its 1 KB transition table once stepped from), the stack
+// nodes, the cached masks. Passing a bound is an error from the call that
+// passed it (the request's stream ends with it), never unbounded growth.
+// Never: recurses on the grammar's or the input's depth (explicit stacks).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "grammar/grammar.h"
+
+namespace tw::grammar {
+
+// The model's tokens as byte strings, and the byte trie the mask walks.
+// Built once per served model; shared by every compiled grammar.
+class Vocabulary {
+ public:
+  // token_bytes[id]: the id's bytes; empty for a token no grammar text can
+  // spell (end-of-text and other special tokens). `eos`: the end-of-text
+  // id, allowed exactly where the grammar may end (-1: none).
+  Vocabulary(std::vector<std::string> token_bytes, int32_t eos);
+
+  int size() const { return static_cast<int>(bytes_.size()); }
+  int32_t eos() const { return eos_; }
+  std::string_view bytes(int32_t id) const { return bytes_[id]; }
+  // Words of a mask: (size + 63) / 64.
+  int mask_words() const { return (size() + 63) / 64; }
+  int trie_nodes() const { return static_cast<int>(trie_.size()); }
+
+ private:
+  friend class TokenGrammar;
+  // The trie in preorder: node 0 is the root (no byte); a node's children
+  // are node + 1, then each child's `end`, until the node's own `end`.
+  struct TrieNode {
+    uint8_t byte = 0;
+    int32_t first_token = 0;  // tokens_[first_token, first_token + num_tokens) end here
+    int32_t num_tokens = 0;
+    int32_t end = 0;          // the index after this node's subtree
+  };
+  std::vector<std::string> bytes_;
+  int32_t eos_;
+  std::vector<TrieNode> trie_;
+  std::vector<int32_t> tokens_;  // ids, grouped by the trie node they end at
+  int max_token_bytes_ = 0;
+};
+
+struct MatcherLimits {
+  int max_states = 8192;          // interned states of one compiled grammar (--grammar-max-states)
+  int max_stack_nodes = 1 << 20;  // stack nodes of one compiled grammar
+  int max_stacks_per_state = 256; // parses one state may hold (an ambiguous grammar's bound)
+  int max_cached_masks = 256;     // masks kept per compiled grammar (6.3 KB each for GPT-2)
+};
+
+// Counters of one compiled grammar (for benches and /stats).
+struct MatcherStats {
+  int64_t states = 0;
+  int64_t stack_nodes = 0;
+  int64_t steps_computed = 0;  // DFA transitions computed (the rest were table reads)
+  int64_t masks_computed = 0;
+  int64_t mask_cache_hits = 0;
+  int64_t trie_nodes_visited = 0;
+};
+
+class TokenGrammar {
+ public:
+  // The state id of a dead end (no parse continues).
+  static constexpr int32_t kDead = -1;
+
+  // Flattens `g` (which must pass Check) for `vocab`.
+  static Status Compile(const Grammar& g, std::shared_ptr<const Vocabulary> vocab, const MatcherLimits& limits,
+                        std::shared_ptr<TokenGrammar>* out);
+
+  const Vocabulary& vocab() const { return *vocab_; }
+  int32_t initial_state() const { return initial_; }
+
+  // The state after `byte`, or kDead.
+  Status Step(int32_t state, uint8_t byte, int32_t* next);
+  // The state after every byte of token `id`, or kDead (end-of-text and
+  // empty tokens: kDead; the end-of-text id is the caller's to judge with
+  // IsComplete).
+  Status StepToken(int32_t state, int32_t id, int32_t* next);
+  // Whether the grammar may end in `state` / some byte may follow it.
+  bool IsComplete(int32_t state);
+  bool CanContinue(int32_t state);
+  // Writes the allowed-token mask of `state` (vocab().mask_words() words;
+  // bit id % 64 of word id / 64), the end-of-text id included exactly when
+  // IsComplete(state).
+  Status FillMask(int32_t state, uint64_t* mask);
+
+  MatcherStats stats();
+
+ private:
+  struct Pos {
+    enum Kind : uint8_t { kBytes, kRef, kEnd };
+    Kind kind = kEnd;
+    int32_t arg = -1;  // kBytes: index into sets_; kRef: the rule
+  };
+  struct Node {
+    int32_t pos;
+    int32_t parent;  // -1: the bottom of the stack
+  };
+  struct State {
+    int32_t first = 0;  // stacks_[first, first + count): node ids, sorted
+    int32_t count = 0;
+    bool complete = false;
+    std::unique_ptr<std::array<int32_t, 256>> next;  // kUnknown until computed
+  };
+  static constexpr int32_t kUnknown = -2;
+
+  TokenGrammar() = default;
+  int32_t NodeFor(int32_t pos, int32_t parent) TW_REQUIRES(mu_);
+  // Adds to scratch_nodes_ the stacks reachable from (pos, parent) without
+  // consuming a byte; sets scratch_complete_ when the grammar may end.
+  Status Expand(int32_t pos, int32_t parent) TW_REQUIRES(mu_);
+  // Interns scratch_nodes_ / scratch_complete_ as a state.
+  Status Intern(int32_t* out) TW_REQUIRES(mu_);
+  Status StepLocked(int32_t state, uint8_t byte, int32_t* next) TW_REQUIRES(mu_);
+  Status ComputeMask(int32_t state, uint64_t* mask) TW_REQUIRES(mu_);
+
+  std::shared_ptr<const Vocabulary> vocab_;
+  MatcherLimits limits_;
+  // The flattened grammar: each rule's alternatives are runs of positions
+  // ending in kEnd; rule_alts_[r] lists where they start. Immutable after
+  // Compile.
+  std::vector<Pos> prog_;
+  std::vector<ByteSet> sets_;
+  std::vector<std::vector<int32_t>> rule_alts_;
+  int32_t initial_ = kDead;
+
+  Mutex mu_;
+  std::vector<Node> nodes_ TW_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, int32_t> node_ids_ TW_GUARDED_BY(mu_);     // (pos, parent) -> node
+  std::vector<State> states_ TW_GUARDED_BY(mu_);
+  std::vector<int32_t> stacks_ TW_GUARDED_BY(mu_);                        // the states' node lists
+  std::unordered_map<std::string, int32_t> state_ids_ TW_GUARDED_BY(mu_);  // a state's key -> id
+  std::unordered_map<int32_t, std::vector<uint64_t>> masks_ TW_GUARDED_BY(mu_);
+  MatcherStats stats_ TW_GUARDED_BY(mu_);
+  // Scratch of Expand / Intern / ComputeMask (kept to allocate once).
+  std::vector<int32_t> scratch_nodes_ TW_GUARDED_BY(mu_);
+  bool scratch_complete_ TW_GUARDED_BY(mu_) = false;
+  std::vector<std::pair<int32_t, int32_t>> work_ TW_GUARDED_BY(mu_);
+  std::vector<uint64_t> seen_ TW_GUARDED_BY(mu_);
+  std::string key_ TW_GUARDED_BY(mu_);
+};
+
+// One sequence's place in a compiled grammar.
+class Matcher {
+ public:
+  Matcher() = default;
+  explicit Matcher(std::shared_ptr<TokenGrammar> grammar)
+      : grammar_(std::move(grammar)), state_(grammar_->initial_state()) {}
+
+  bool active() const { return grammar_ != nullptr; }
+  // Advances by token `id`: an error naming the token if the grammar does
+  // not allow it (the end-of-text id is allowed where the grammar may end,
+  // and leaves the state as it is).
+  Status Accept(int32_t id);
+  // The allowed-token mask (TokenGrammar::FillMask).
+  Status FillMask(uint64_t* mask) { return grammar_->FillMask(state_, mask); }
+  bool IsComplete() const { return grammar_->IsComplete(state_); }
+  bool CanContinue() const { return grammar_->CanContinue(state_); }
+  int32_t state() const { return state_; }
+  TokenGrammar* grammar() const { return grammar_.get(); }
+
+ private:
+  std::shared_ptr<TokenGrammar> grammar_;
+  int32_t state_ = TokenGrammar::kDead;
+};
+
+}  // namespace tw::grammar
