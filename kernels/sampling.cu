@@ -460,6 +460,18 @@ __global__ void LogitEditKernel(float* logits, int V, size_t row_stride, const i
   }
 }
 
+__global__ void TokenMaskKernel(float* logits, int V, size_t row_stride, const int32_t* mask_rows,
+                                const uint64_t* masks, int mask_words) {
+  const int r = blockIdx.x;
+  const int m = mask_rows[r];
+  if (m < 0) return;
+  float* row = logits + static_cast<size_t>(r) * row_stride;
+  const uint64_t* mask = masks + static_cast<size_t>(m) * static_cast<size_t>(mask_words);
+  for (int id = static_cast<int>(threadIdx.x); id < V; id += static_cast<int>(blockDim.x)) {
+    if (!TokenAllowed(mask, id)) row[id] = -INFINITY;
+  }
+}
+
 Status CheckSampleArgs(const float* logits, int rows, int vocab, size_t row_stride, const SampleParams* params,
                        const int32_t* ids) {
   auto ptr = [](const void* q) {
@@ -506,6 +518,22 @@ Status ApplyLogitEdits(float* logits, int rows, int vocab, size_t row_stride, co
   }
   Launch<LogitEditKernel>(rows, 128, 0, AsStream(stream), logits, vocab, row_stride, edit_rows, edits);
   TW_LAUNCH_CHECK("kernels::ApplyLogitEdits launch");
+  return Status::Ok();
+}
+
+Status ApplyTokenMasks(float* logits, int rows, int vocab, size_t row_stride, const int32_t* mask_rows,
+                       const uint64_t* masks, int mask_words, void* stream) {
+  if (rows < 0) return Status::Error("kernels::ApplyTokenMasks: rows = " + std::to_string(rows) + " < 0");
+  if (rows == 0) return Status::Ok();
+  if (vocab < 1 || row_stride < static_cast<size_t>(vocab) || mask_words < (vocab + 63) / 64) {
+    return Status::Error("kernels::ApplyTokenMasks: vocab = " + std::to_string(vocab) + ", row_stride = " +
+                         std::to_string(row_stride) + ", mask_words = " + std::to_string(mask_words));
+  }
+  if (logits == nullptr || mask_rows == nullptr || masks == nullptr) {
+    return Status::Error("kernels::ApplyTokenMasks: a null pointer (logits, mask_rows or masks)");
+  }
+  Launch<TokenMaskKernel>(rows, 256, 0, AsStream(stream), logits, vocab, row_stride, mask_rows, masks, mask_words);
+  TW_LAUNCH_CHECK("kernels::ApplyTokenMasks launch");
   return Status::Ok();
 }
 

@@ -90,6 +90,20 @@ constexpr int kSampleMaxVocab = 1 << 18;  // 262144: the 2^40 fixed-point sums s
 Status ApplyLogitEdits(float* logits, int rows, int vocab, size_t row_stride, const int32_t* edit_rows,
                        const LogitEdit* edits, void* stream);
 
+// Structured output: -inf for every id a row's grammar mask does not allow
+// (common/logit_edit.h, TokenAllowed), before ApplyLogitEdits, so that the
+// edits, the cuts, the draw and the log-probabilities see the masked
+// distribution:
+//   logits (rows, vocab) as SampleTokens' (row_stride >= vocab floats)
+//   mask_rows (rows): device int32, row r's mask is masks[mask_rows[r] *
+//          mask_words ...], or none when mask_rows[r] < 0 (the row is left
+//          as it is: a decode graph always runs this kernel)
+//   masks: device uint64 (mask_words per mask, >= (vocab + 63) / 64): bit
+//          id % 64 of word id / 64 allows id
+// One block per row; no two threads touch one logit. rows >= 0.
+Status ApplyTokenMasks(float* logits, int rows, int vocab, size_t row_stride, const int32_t* mask_rows,
+                       const uint64_t* masks, int mask_words, void* stream);
+
 // ids (rows) = one token per row of logits.
 //   logits (rows, vocab): device floats, row r at logits + r * row_stride
 //          (row_stride >= vocab floats: a padded LM-head output is fine;

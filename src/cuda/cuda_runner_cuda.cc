@@ -117,6 +117,9 @@ class CudaRunner : public engine::ModelRunner {
   Status Layers(int rows, bool prefill, const kernels::BlockTables& tables);
   // LN_f, the LM head and sampling for `rows` rows of `x` (compact).
   Status Head(const float* x, int rows);
+  // The packed step buffer to the device: up to the edits packed, then the
+  // grammar masks packed (a second copy, only when there are any).
+  Status CopyStep(int edits, int masks);
   // A step of decode rows only: its bucket's graph replayed.
   Status DecodeStep(const engine::SeqView* seqs, int count, engine::SampledToken* out);
   // Any other step: one pass over every row (a lone long row in chunks).
@@ -269,7 +272,7 @@ Status CudaRunner::Init() {
   const int edits_per_row =
       limits_.max_edits_per_row > 0 ? limits_.max_edits_per_row : n_ctx_ + engine::kMaxNamedIds;
   layout_ = MakeStepLayout(limits_.max_batch, limits_.max_step_tokens, n_ctx_, limits_.block_size_tokens,
-                           edits_per_row);
+                           edits_per_row, V_);
   TW_TRY(kernels::MallocHost(&step_host_, layout_.bytes));
   std::memset(step_host_, 0, layout_.bytes);
   TW_TRY(step_buf_.Allocate(layout_.bytes));
@@ -391,7 +394,11 @@ Status CudaRunner::Head(const float* x, int rows) {
   TW_TRY(kernels::LayerNorm(x, rows, C_, lnf_w_, lnf_b_, eps_, ln_, stream_));
   TW_TRY(kernels::Gemm(plan_lm_, lm_head_, ln_, rows, nullptr, logits_ptr_, GemmEpilogue::kStore, gemm_ws_.get(),
                        gemm_ws_bytes_, stream_));
-  // The rows' logit edits first: sampling and log-probabilities see the edited logits.
+  // The rows' grammar masks, then their logit edits: sampling and
+  // log-probabilities see the masked, edited logits.
+  TW_TRY(kernels::ApplyTokenMasks(logits_ptr_, rows, V_, static_cast<size_t>(V_),
+                                  static_cast<const int32_t*>(At(layout_.mask_rows)),
+                                  static_cast<const uint64_t*>(At(layout_.masks)), layout_.mask_words, stream_));
   TW_TRY(kernels::ApplyLogitEdits(logits_ptr_, rows, V_, static_cast<size_t>(V_),
                                   static_cast<const int32_t*>(At(layout_.edit_rows)),
                                   static_cast<const LogitEdit*>(At(layout_.edits)), stream_));
@@ -443,6 +450,14 @@ Status CudaRunner::CaptureDecode(int bucket) {
   return Status::Ok();
 }
 
+Status CudaRunner::CopyStep(int edits, int masks) {
+  TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
+  if (masks == 0) return Status::Ok();  // mask_rows are all -1: the masks are not read
+  return kernels::CopyToDevice(static_cast<char*>(step_dev_) + layout_.masks,
+                               static_cast<const char*>(step_host_) + layout_.masks, layout_.MaskBytes(masks),
+                               stream_);
+}
+
 Status CudaRunner::Step(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   TW_TRY(engine::CheckStepRows(seqs, count, limits_, "cuda runner"));
   bool decode = true;  // one token per row, every row sampling, no prompt log-probabilities
@@ -452,9 +467,9 @@ Status CudaRunner::Step(const engine::SeqView* seqs, int count, engine::SampledT
 
 Status CudaRunner::DecodeStep(const engine::SeqView* seqs, int count, engine::SampledToken* out) {
   const int bucket = BucketFor(buckets_, count);
-  int edits = 0;
-  TW_TRY(PackDecode(seqs, count, bucket, layout_, bounds_, step_host_, &edits));
-  TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
+  int edits = 0, masks = 0;
+  TW_TRY(PackDecode(seqs, count, bucket, layout_, bounds_, step_host_, &edits, &masks));
+  TW_TRY(CopyStep(edits, masks));
   if (options_.use_graphs) {
     auto it = graphs_.find(bucket);
     if (it == graphs_.end()) return Status::Error("cuda runner: no graph for bucket " + std::to_string(bucket));
@@ -493,10 +508,10 @@ Status CudaRunner::PassStep(const engine::SeqView* seqs, int count, engine::Samp
     } else {
       for (int i = 0; i < count; i++) take[static_cast<size_t>(i)] = seqs[i].n;
     }
-    int edits = 0;
+    int edits = 0, masks = 0;
     TW_TRY(PackPass(views, count, first.data(), take.data(), layout_, bounds_, step_host_, &rows, last.data(),
-                    &sampled, &edits));
-    TW_TRY(kernels::CopyToDevice(step_dev_, step_host_, layout_.UsedBytes(edits), stream_));
+                    &sampled, &edits, &masks));
+    TW_TRY(CopyStep(edits, masks));
     kernels::BlockTables tables{static_cast<const int32_t*>(At(layout_.tables)), count, layout_.table_stride};
     TW_TRY(Layers(rows, /*prefill=*/true, tables));
     for (int i = 0; i < count; i++) {

@@ -64,7 +64,8 @@ int BucketFor(const std::vector<int>& buckets, int batch) {
   return buckets.empty() ? batch : buckets.back();
 }
 
-StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int block_size, int edits_per_row) {
+StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int block_size, int edits_per_row,
+                          int vocab) {
   StepLayout l;
   l.rows = std::max(max_batch, max_step_tokens);
   l.table_stride = engine::BlocksFor(n_ctx, std::max(block_size, 1));
@@ -82,11 +83,17 @@ StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int blo
   at += Align256(static_cast<size_t>(l.rows) * l.table_stride * sizeof(int32_t));
   l.params = at;
   at += Align256(static_cast<size_t>(l.rows) * sizeof(kernels::SampleParams));
+  l.mask_rows = at;
+  at += Align256(ints);
   l.edit_rows = at;
   at += Align256(static_cast<size_t>(l.rows + 1) * sizeof(int32_t));
   l.edits = at;
   l.edit_capacity = std::max(max_batch, 0) * std::max(edits_per_row, 0);
   at += Align256(static_cast<size_t>(l.edit_capacity) * sizeof(LogitEdit));
+  l.masks = at;
+  l.mask_words = vocab > 0 ? (vocab + 63) / 64 : 0;
+  l.mask_capacity = l.mask_words > 0 ? std::max(max_batch, 0) : 0;
+  at += Align256(l.MaskBytes(l.mask_capacity));
   l.bytes = at;
   return l;
 }
@@ -127,10 +134,28 @@ Status PackEdits(const engine::SeqView& v, int row, const StepLayout& layout, co
   return Status::Ok();
 }
 
+// Sampled row `row`'s grammar mask, if it has one, after the *used packed
+// so far (mask_rows[row] = its index, else -1).
+Status PackMask(const engine::SeqView& v, int row, const StepLayout& layout, void* buf, int* used) {
+  int32_t* mask_rows = I32(buf, layout.mask_rows);
+  if (v.sampling.mask == nullptr) {
+    mask_rows[row] = -1;
+    return Status::Ok();
+  }
+  if (*used >= layout.mask_capacity) {
+    return Bad("grammar mask", row, *used + 1, "<= " + std::to_string(layout.mask_capacity) + " in the step");
+  }
+  auto* masks = reinterpret_cast<uint64_t*>(static_cast<char*>(buf) + layout.masks);
+  std::memcpy(masks + static_cast<size_t>(*used) * static_cast<size_t>(layout.mask_words), v.sampling.mask,
+              layout.MaskBytes(1));
+  mask_rows[row] = (*used)++;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const StepLayout& layout,
-                  const ModelBounds& bounds, void* buf, int* edits_used) {
+                  const ModelBounds& bounds, void* buf, int* edits_used, int* masks_used) {
   if (count < 1 || count > bucket || bucket > layout.rows) {
     return Status::Error("cuda step: decode of " + std::to_string(count) + " sequences in a bucket of " +
                          std::to_string(bucket) + " (layout rows " + std::to_string(layout.rows) + ")");
@@ -141,7 +166,7 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
   int32_t* row_table = I32(buf, layout.row_table);
   auto* params = reinterpret_cast<kernels::SampleParams*>(static_cast<char*>(buf) + layout.params);
   int32_t* edit_rows = I32(buf, layout.edit_rows);
-  int used = 0;
+  int used = 0, masks = 0;
   edit_rows[0] = 0;
   for (int i = 0; i < count; i++) {
     const engine::SeqView& v = seqs[i];
@@ -159,6 +184,7 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
     row_table[i] = i;
     params[i] = ToSampleParams(v.sampling);
     if (Status s = PackEdits(v, i, layout, bounds, buf, &used); !s.ok()) return s;
+    if (Status s = PackMask(v, i, layout, buf, &masks); !s.ok()) return s;
   }
   // Padding rows: row j = i - count holds token 0 at its own scratch slot
   // (position j, in the scratch blocks), greedy.
@@ -173,14 +199,16 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
     for (int b = 0; b < layout.table_stride; b++) row[b] = bounds.num_blocks + std::min(b, bounds.pad_blocks - 1);
     params[i] = kernels::SampleParams{};
     edit_rows[i + 1] = used;
+    I32(buf, layout.mask_rows)[i] = -1;
   }
   if (edits_used != nullptr) *edits_used = used;
+  if (masks_used != nullptr) *masks_used = masks;
   return Status::Ok();
 }
 
 Status PackPass(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
                 const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out, int* last_row,
-                int* sampled_out, int* edits_used) {
+                int* sampled_out, int* edits_used, int* masks_used) {
   if (count < 1 || count > layout.rows) {
     return Status::Error("cuda step: a pass of " + std::to_string(count) + " sequences (at most " +
                          std::to_string(layout.rows) + ")");
@@ -190,7 +218,7 @@ Status PackPass(const engine::SeqView* seqs, int count, const int* first_token, 
   int32_t* row_table = I32(buf, layout.row_table);
   auto* params = reinterpret_cast<kernels::SampleParams*>(static_cast<char*>(buf) + layout.params);
   I32(buf, layout.edit_rows)[0] = 0;
-  int used = 0;
+  int used = 0, masks = 0;
   int row = 0;
   int sampled = 0;
   for (int i = 0; i < count; i++) {
@@ -221,11 +249,13 @@ Status PackPass(const engine::SeqView* seqs, int count, const int* first_token, 
     if (!v.sample) continue;
     params[sampled] = ToSampleParams(v.sampling);
     if (Status s = PackEdits(v, sampled, layout, bounds, buf, &used); !s.ok()) return s;
+    if (Status s = PackMask(v, sampled, layout, buf, &masks); !s.ok()) return s;
     sampled++;
   }
   *rows_out = row;
   *sampled_out = sampled;
   if (edits_used != nullptr) *edits_used = used;
+  if (masks_used != nullptr) *masks_used = masks;
   return Status::Ok();
 }
 

@@ -15,10 +15,13 @@
 // rows: token ids, positions, table rows (prefill: which sequence each row
 // belongs to), lengths (decode: positions + 1), the block tables (one row of
 // `table_stride` ids per sequence), the sampling parameters of each
-// sequence (kernels::SampleParams) and, last, its logit edits (edit_rows
-// offsets into one array, kernels::ApplyLogitEdits' input). The same layout
-// is mirrored on the device, so a step is one host-to-device copy of the
-// buffer up to the edits it uses (UsedBytes).
+// sequence (kernels::SampleParams), which grammar mask each sampled row
+// has (mask_rows, -1 for none), its logit edits (edit_rows offsets into one
+// array, kernels::ApplyLogitEdits' input) and, last, the grammar masks
+// themselves (structured output: mask_words words a row, packed for the
+// rows that have one). The same layout is mirrored on the device, so a
+// step is one host-to-device copy of the buffer up to the edits it uses
+// (UsedBytes), and a second of the masks it packed, if any (MaskBytes).
 //
 // Everything here checks what it packs (ids in range, tables long enough,
 // positions inside the context) and refuses with a Status naming the
@@ -53,18 +56,29 @@ struct StepLayout {
   size_t lens = 0;       // int32 (rows): decode, keys each row attends
   size_t tables = 0;     // int32 (rows, table_stride)
   size_t params = 0;     // kernels::SampleParams (rows)
+  size_t mask_rows = 0;  // int32 (rows): the row's mask in `masks`, -1 for none
   size_t edit_rows = 0;  // int32 (rows + 1): row r's edits are [edit_rows[r], edit_rows[r + 1])
   size_t edits = 0;      // tw::LogitEdit (edit_capacity), last in the buffer
   int edit_capacity = 0; // edits one step may carry, all rows together
+  size_t masks = 0;      // uint64 (mask_capacity, mask_words): the grammar masks, after the edits
+  int mask_words = 0;    // words of one mask: (vocab + 63) / 64 (0: masks are refused)
+  int mask_capacity = 0; // masks one step may carry (max_batch)
   size_t bytes = 0;      // the whole buffer
+
+  // The bytes of `masks_used` packed masks (from `masks`).
+  size_t MaskBytes(int masks_used) const {
+    return static_cast<size_t>(masks_used) * static_cast<size_t>(mask_words) * sizeof(uint64_t);
+  }
 
   // The bytes a step that packed `edits_used` edits must copy.
   size_t UsedBytes(int edits_used) const { return edits + static_cast<size_t>(edits_used) * sizeof(LogitEdit); }
 };
 
 // rows = max(max_batch, max_step_tokens); the table stride covers n_ctx
-// positions of block_size tokens; edit_capacity = max_batch * edits_per_row.
-StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int block_size, int edits_per_row = 0);
+// positions of block_size tokens; edit_capacity = max_batch * edits_per_row;
+// max_batch masks of (vocab + 63) / 64 words (vocab 0: no masks).
+StepLayout MakeStepLayout(int max_batch, int max_step_tokens, int n_ctx, int block_size, int edits_per_row = 0,
+                          int vocab = 0);
 
 // What the packer checks against.
 struct ModelBounds {
@@ -82,9 +96,10 @@ int PadBlocks(int max_batch, int n_ctx, int block_size);
 // A decode step: rows [0, count) are the sequences (each n == 1: token at
 // position cached, attending cached + 1 keys), rows [count, bucket) padding
 // (the scratch block). Fills `buf` (layout.bytes) at the layout's offsets,
-// and *edits_used (if given) with the edits packed (padding rows have none).
+// *edits_used (if given) with the edits packed (padding rows have none) and
+// *masks_used (if given) with the grammar masks packed.
 Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const StepLayout& layout,
-                  const ModelBounds& bounds, void* buf, int* edits_used = nullptr);
+                  const ModelBounds& bounds, void* buf, int* edits_used = nullptr, int* masks_used = nullptr);
 
 // One pass of `count` sequences (a mixed step: decode rows and prompt
 // chunks alike), rows in order: sequence i's tokens [first_token[i],
@@ -94,10 +109,11 @@ Status PackDecode(const engine::SeqView* seqs, int count, int bucket, const Step
 // i's last packed token). The sampling parameters and logit edits go to
 // the sampled rows only, compact: the k-th sequence whose SeqView::sample
 // is set is sampled row k (*sampled_out of them), the others are not
-// sampled at all. *edits_used (if given): the edits packed.
+// sampled at all. *edits_used and *masks_used (if given): the edits and
+// grammar masks packed.
 Status PackPass(const engine::SeqView* seqs, int count, const int* first_token, const int* take,
                 const StepLayout& layout, const ModelBounds& bounds, void* buf, int* rows_out, int* last_row,
-                int* sampled_out, int* edits_used = nullptr);
+                int* sampled_out, int* edits_used = nullptr, int* masks_used = nullptr);
 
 // The sampling parameters of one row (greedy for padding).
 kernels::SampleParams ToSampleParams(const engine::SamplingRow& s);

@@ -246,5 +246,49 @@ TEST(StepPlan, LogitEditsArePackedPerRowLastInTheBufferAndChecked) {
   EXPECT_NE(s.message().find("logit edit count of sequence 1 is 33"), std::string::npos) << s.message();
 }
 
+// Structured output: a sampled row's grammar mask is packed after the
+// edits (compact: only the rows that have one), mask_rows naming it; the
+// other rows, padding and rows that do not sample say -1.
+TEST(StepPlan, GrammarMasksArePackedForTheRowsThatHaveOne) {
+  const ModelBounds bounds{128, 50257, 16, 40, PadBlocks(8, 128, 16)};
+  StepLayout l = MakeStepLayout(8, 64, 128, 16, /*edits_per_row=*/4, /*vocab=*/50257);
+  EXPECT_EQ(l.mask_words, 786);
+  EXPECT_EQ(l.mask_capacity, 8);
+  EXPECT_GT(l.masks, l.edits);
+  EXPECT_EQ(l.masks % 256, 0u);
+  EXPECT_GE(l.bytes, l.masks + 8u * 786 * 8);
+  EXPECT_EQ(l.MaskBytes(2), 2u * 786 * 8);
+  EXPECT_EQ(MakeStepLayout(8, 64, 128, 16, 4).mask_capacity, 0) << "no vocabulary: no masks";
+  std::vector<char> buf(l.bytes, 0);
+  Seq a{{0, 1}, {7}}, b{{2}, {8}}, c{{3}, {9}};
+  std::vector<uint64_t> ma(786, 0), mc(786, ~uint64_t{0});
+  ma[0] = 0x5;
+  engine::SeqView v[3] = {a.View(20), b.View(3), c.View(4)};
+  v[0].sampling.mask = ma.data();
+  v[2].sampling.mask = mc.data();
+  int edits = -1, masks = -1;
+  ASSERT_TRUE(PackDecode(v, 3, 4, l, bounds, buf.data(), &edits, &masks).ok());
+  EXPECT_EQ(masks, 2);
+  const int32_t* mask_rows = I32(buf, l.mask_rows);
+  EXPECT_EQ(std::vector<int32_t>(mask_rows, mask_rows + 4), (std::vector<int32_t>{0, -1, 1, -1}));  // padding: none
+  const auto* packed = reinterpret_cast<const uint64_t*>(buf.data() + l.masks);
+  EXPECT_EQ(packed[0], 0x5u);
+  EXPECT_EQ(packed[786], ~uint64_t{0});
+  // A pass where a's chunk does not sample: c's mask is sampled row 1's, packed first.
+  v[0].sample = false;
+  int first[3] = {0, 0, 0}, take[3] = {1, 1, 1}, last[3] = {0, 0, 0}, rows_out = 0, sampled = 0;
+  ASSERT_TRUE(PackPass(v, 3, first, take, l, bounds, buf.data(), &rows_out, last, &sampled, &edits, &masks).ok());
+  EXPECT_EQ(sampled, 2);
+  EXPECT_EQ(masks, 1);
+  EXPECT_EQ(std::vector<int32_t>(mask_rows, mask_rows + 2), (std::vector<int32_t>{-1, 0}));
+  EXPECT_EQ(packed[0], ~uint64_t{0});
+  // More masks than the step holds: refused.
+  StepLayout small = MakeStepLayout(1, 64, 128, 16, 4, 50257);
+  std::vector<char> sb(small.bytes, 0);
+  v[0].sample = true;
+  Status st = PackPass(v, 3, first, take, small, bounds, sb.data(), &rows_out, last, &sampled, &edits, &masks);
+  EXPECT_FALSE(st.ok());
+}
+
 }  // namespace
 }  // namespace tw::cuda

@@ -52,6 +52,11 @@ ENGINE_FILTER+=':Engine.PromptLogprobsComeWithTheFirstTokenAndReadNoCachedPrefix
 ENGINE_FILTER+=':*PreemptionOnTheRunner.APreemptedStreamEqualsItsSoloRun/0'
 ENGINE_FILTER+=':*ChunkedPrefill.ALongPromptIsSpreadOverStepsWhileAnotherDecodesAtEach/3'
 ENGINE_FILTER+=':*PrefixCacheEngine.AFullyCachedPromptRecomputesItsLastBlock/Seeded'
+# Structured output: grammar masks through the step buffer and the mask
+# kernel, in a pass (the first token) and in the decode graph, with the
+# log-probabilities of the masked distribution.
+ENGINE_FILTER+=':StructuredOutput.AChoiceGrammarGivesOneOfTheChoicesAndEndsThere'
+ENGINE_FILTER+=':StructuredOutput.LogprobsAreThoseOfTheMaskedDistribution'
 
 start=$(date +%s)
 pass=0
