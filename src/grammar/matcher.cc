@@ -102,9 +102,22 @@ Status TokenGrammar::Compile(const Grammar& g, std::shared_ptr<const Vocabulary>
       tg->prog_.push_back(Pos{});  // kEnd
     }
   }
+  tg->rule_of_.resize(tg->prog_.size());
+  tg->refs_to_.resize(g.rules.size());
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    for (int32_t a : tg->rule_alts_[r]) {
+      for (int32_t p = a;; ++p) {
+        tg->rule_of_[p] = static_cast<int32_t>(r);
+        if (tg->prog_[p].kind == Pos::kRef) tg->refs_to_[tg->prog_[p].arg].push_back(p);
+        if (tg->prog_[p].kind == Pos::kEnd) break;
+      }
+    }
+  }
   MutexLock lock(tg->mu_);
+  tg->follow_.resize(g.rules.size());
+  tg->follow_done_.assign(g.rules.size(), 0);
   tg->scratch_nodes_.clear();
-  tg->scratch_complete_ = false;
+  tg->scratch_complete_ = tg->scratch_ret1_ = tg->scratch_escaped_ = false;
   tg->seen_.clear();
   for (int32_t a : tg->rule_alts_[g.root]) {
     if (Status st = tg->Expand(a, -1); !st.ok()) return st;
@@ -121,7 +134,7 @@ int32_t TokenGrammar::NodeFor(int32_t pos, int32_t parent) {
     node_ids_.erase(it);
     return -1;
   }
-  nodes_.push_back(Node{pos, parent});
+  nodes_.push_back(Node{pos, parent, parent < 0 ? parent : nodes_[parent].bottom});
   return it->second;
 }
 
@@ -146,10 +159,17 @@ Status TokenGrammar::Expand(int32_t pos, int32_t parent) {
       }
       scratch_nodes_.push_back(n);
     } else if (e.kind == Pos::kEnd) {
-      if (par < 0) {
-        scratch_complete_ = true;
-      } else {
+      if (par >= 0) {
         work_.push_back({nodes_[par].pos, nodes_[par].parent});
+      } else if (par == -1) {
+        scratch_complete_ = true;
+      } else if ((-2 - par) % 2 == 0) {
+        // A table walk's rule ended: what may follow it, in any context.
+        scratch_ret1_ = true;
+        const int32_t rule = (-2 - par) / 2;
+        for (int32_t q : FollowOf(rule)) work_.push_back({q, Expanded(rule)});
+      } else {
+        scratch_escaped_ = true;  // ... and what followed it ended too
       }
     } else {
       int32_t ret = par;  // a tail reference returns where this rule would
@@ -169,7 +189,7 @@ Status TokenGrammar::Expand(int32_t pos, int32_t parent) {
 Status TokenGrammar::Intern(int32_t* out) {
   std::sort(scratch_nodes_.begin(), scratch_nodes_.end());
   scratch_nodes_.erase(std::unique(scratch_nodes_.begin(), scratch_nodes_.end()), scratch_nodes_.end());
-  if (scratch_nodes_.empty() && !scratch_complete_) {
+  if (scratch_nodes_.empty() && !scratch_complete_ && !scratch_ret1_ && !scratch_escaped_) {
     *out = kDead;
     return Status::Ok();
   }
@@ -178,7 +198,7 @@ Status TokenGrammar::Intern(int32_t* out) {
                          std::to_string(limits_.max_stacks_per_state) + "): the grammar is too ambiguous");
   }
   key_.assign(reinterpret_cast<const char*>(scratch_nodes_.data()), scratch_nodes_.size() * sizeof(int32_t));
-  key_.push_back(scratch_complete_ ? 1 : 0);
+  key_.push_back(static_cast<char>((scratch_complete_ ? 1 : 0) | (scratch_ret1_ ? 2 : 0) | (scratch_escaped_ ? 4 : 0)));
   auto it = state_ids_.find(key_);
   if (it != state_ids_.end()) {
     *out = it->second;
@@ -192,9 +212,16 @@ Status TokenGrammar::Intern(int32_t* out) {
   s.first = static_cast<int32_t>(stacks_.size());
   s.count = static_cast<int32_t>(scratch_nodes_.size());
   s.complete = scratch_complete_;
+  s.ret1 = scratch_ret1_;
+  s.escaped = scratch_escaped_;
+  for (int32_t n : scratch_nodes_) {
+    const int32_t b = nodes_[n].bottom;
+    (b == -1 || (-2 - b) % 2 == 0 ? s.in_context : s.expanded) = true;
+  }
   stacks_.insert(stacks_.end(), scratch_nodes_.begin(), scratch_nodes_.end());
   *out = static_cast<int32_t>(states_.size());
-  states_.push_back(std::move(s));
+  states_.push_back(s);
+  next_.resize(next_.size() + 256, kUnknown);
   state_ids_.emplace(key_, *out);
   return Status::Ok();
 }
@@ -206,18 +233,14 @@ Status TokenGrammar::StepLocked(int32_t state, uint8_t byte, int32_t* next) {
     *next = kDead;
     return Status::Ok();
   }
-  if (!states_[state].next) {
-    states_[state].next = std::make_unique<std::array<int32_t, 256>>();
-    states_[state].next->fill(kUnknown);
-  }
-  const int32_t known = (*states_[state].next)[byte];
+  const int32_t known = next_[static_cast<size_t>(state) * 256 + byte];
   if (known != kUnknown) {
     *next = known;
     return Status::Ok();
   }
   // Every stack whose top takes the byte moves past it.
   scratch_nodes_.clear();
-  scratch_complete_ = false;
+  scratch_complete_ = scratch_ret1_ = scratch_escaped_ = false;
   seen_.clear();
   const int32_t first = states_[state].first, count = states_[state].count;
   for (int32_t i = first; i < first + count; ++i) {
@@ -226,7 +249,7 @@ Status TokenGrammar::StepLocked(int32_t state, uint8_t byte, int32_t* next) {
     if (Status st = Expand(n.pos + 1, n.parent); !st.ok()) return st;
   }
   if (Status st = Intern(next); !st.ok()) return st;
-  (*states_[state].next)[byte] = *next;  // states_ may have grown: index again
+  next_[static_cast<size_t>(state) * 256 + byte] = *next;  // next_ may have grown: index again
   ++stats_.steps_computed;
   return Status::Ok();
 }
@@ -263,7 +286,8 @@ bool TokenGrammar::CanContinue(int32_t state) {
 
 // ---- TokenGrammar: masks -----------------------------------------------------------
 
-Status TokenGrammar::ComputeMask(int32_t state, uint64_t* mask) {
+Status TokenGrammar::WalkMask(int32_t state, uint64_t* mask) {
+  MutexLock lock(mu_);
   const Vocabulary& v = *vocab_;
   std::memset(mask, 0, sizeof(uint64_t) * v.mask_words());
   auto set = [&](int32_t id) { mask[id >> 6] |= uint64_t{1} << (id & 63); };
@@ -289,13 +313,179 @@ Status TokenGrammar::ComputeMask(int32_t state, uint64_t* mask) {
     f.child = v.trie_[c].end;
     const Vocabulary::TrieNode& n = v.trie_[c];
     ++visited;
-    int32_t to;
-    if (Status st = StepLocked(from, n.byte, &to); !st.ok()) return st;
+    int32_t to = next_[static_cast<size_t>(from) * 256 + n.byte];
+    if (to == kUnknown) {
+      if (Status st = StepLocked(from, n.byte, &to); !st.ok()) return st;
+    }
     if (to == kDead) continue;
     for (int32_t k = 0; k < n.num_tokens; ++k) set(v.tokens_[n.first_token + k]);
     if (n.end > c + 1) frames.push_back({c, c + 1, to});
   }
   stats_.trie_nodes_visited += visited;
+  return Status::Ok();
+}
+
+const std::vector<int32_t>& TokenGrammar::FollowOf(int32_t r) {
+  if (follow_done_[r]) return follow_[r];
+  // Each reference to r continues at the position after it; a reference
+  // that ends its alternative continues wherever its own rule does.
+  std::vector<int32_t>& out = follow_[r];
+  std::vector<char> visited(rule_alts_.size(), 0);
+  std::vector<int32_t> todo{r};
+  visited[r] = 1;
+  while (!todo.empty()) {
+    const int32_t x = todo.back();
+    todo.pop_back();
+    for (int32_t q : refs_to_[x]) {
+      const int32_t c = q + 1;
+      if (prog_[c].kind != Pos::kEnd) {
+        out.push_back(c);
+      } else if (!visited[rule_of_[c]]) {
+        visited[rule_of_[c]] = 1;
+        todo.push_back(rule_of_[c]);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  follow_done_[r] = 1;
+  return out;
+}
+
+Status TokenGrammar::TableFor(int32_t node, const PosTable** out) {
+  // The stack's top frames, the deepest last; a stack no deeper than
+  // kTableDepth is its own key (its table is exact).
+  int32_t chain[kTableDepth];
+  int k = 0;
+  int32_t x = node;
+  while (k < kTableDepth && x >= 0) {
+    chain[k++] = x;
+    x = nodes_[x].parent;
+  }
+  int32_t top = node;
+  if (x >= 0) {
+    // The same frames on the unknown context of the deepest one's rule.
+    int32_t parent = InContext(rule_of_[nodes_[chain[k - 1]].pos]);
+    for (int j = k - 1; j >= 0; --j) {
+      parent = NodeFor(nodes_[chain[j]].pos, parent);
+      if (parent < 0) {
+        return Status::Error("grammar: more than " + std::to_string(limits_.max_stack_nodes) +
+                             " parse stack nodes (--grammar-max-states bounds the matcher)");
+      }
+    }
+    top = parent;
+  }
+  PosTable& t = tables_[top];  // (an unordered_map's entries stay put)
+  *out = &t;
+  if (t.done) return Status::Ok();
+  const Vocabulary& v = *vocab_;
+  scratch_nodes_.clear();
+  scratch_complete_ = scratch_ret1_ = scratch_escaped_ = false;
+  scratch_nodes_.push_back(top);
+  int32_t start;
+  if (Status st = Intern(&start); !st.ok()) return st;
+  std::vector<int32_t> accepted;
+  struct Frame {
+    int32_t node, child, state;
+    bool uncertain;  // a continuation ended at a boundary above: the rest is the context's
+  };
+  std::vector<Frame> frames;
+  frames.reserve(v.max_token_bytes_ + 2);
+  frames.push_back({0, 1, start, false});
+  auto all_uncertain = [&](int32_t from, int32_t end) {  // every token of trie nodes [from, end)
+    for (int32_t c = from; c < end; ++c) {
+      const Vocabulary::TrieNode& n = v.trie_[c];
+      for (int32_t k = 0; k < n.num_tokens; ++k) t.uncertain.push_back(v.tokens_[n.first_token + k]);
+    }
+  };
+  int64_t visited = 0;
+  while (!frames.empty()) {
+    Frame& f = frames.back();
+    if (f.child >= v.trie_[f.node].end) {
+      frames.pop_back();
+      continue;
+    }
+    const int32_t c = f.child;
+    const int32_t from = f.state;
+    const bool inherited = f.uncertain;
+    f.child = v.trie_[c].end;
+    const Vocabulary::TrieNode& n = v.trie_[c];
+    ++visited;
+    int32_t to = next_[static_cast<size_t>(from) * 256 + n.byte];
+    if (to == kUnknown) {
+      if (Status st = StepLocked(from, n.byte, &to); !st.ok()) return st;
+    }
+    if (to == kDead) {
+      if (inherited) all_uncertain(c, n.end);
+      continue;
+    }
+    const State& s = states_[to];
+    const bool unknown = inherited || s.escaped;
+    for (int32_t k = 0; k < n.num_tokens; ++k) {
+      const int32_t id = v.tokens_[n.first_token + k];
+      if (s.in_context || s.ret1 || s.complete) {
+        accepted.push_back(id);
+      } else if (s.expanded || unknown) {
+        t.uncertain.push_back(id);
+      }
+    }
+    if (n.end == c + 1) continue;
+    if (s.count > 0) {
+      frames.push_back({c, c + 1, to, unknown});
+    } else if (unknown) {
+      all_uncertain(c + 1, n.end);
+    }
+  }
+  // A long list as a mask (6.3 KB for GPT-2), a short one as ids.
+  if (accepted.size() * 32 > static_cast<size_t>(v.size())) {
+    t.bits.assign(static_cast<size_t>(v.mask_words()), 0);
+    for (int32_t id : accepted) t.bits[id >> 6] |= uint64_t{1} << (id & 63);
+  } else {
+    t.ids = std::move(accepted);
+  }
+  t.done = true;
+  stats_.trie_nodes_visited += visited;
+  ++stats_.positions;
+  return Status::Ok();
+}
+
+Status TokenGrammar::ComputeMask(int32_t state, uint64_t* mask) {
+  const Vocabulary& v = *vocab_;
+  const int words = v.mask_words();
+  std::memset(mask, 0, sizeof(uint64_t) * words);
+  if (state < 0) return Status::Ok();
+  if (states_[state].complete && v.eos() >= 0) mask[v.eos() >> 6] |= uint64_t{1} << (v.eos() & 63);
+  const int32_t count = states_[state].count;
+  for (int32_t i = 0; i < count; ++i) {
+    const int32_t node = stacks_[states_[state].first + i];  // (states_ and stacks_ may grow below)
+    const PosTable* t;
+    if (Status st = TableFor(node, &t); !st.ok()) return st;
+    if (!t->bits.empty()) {
+      for (int w = 0; w < words; ++w) mask[w] |= t->bits[w];
+    } else {
+      for (int32_t id : t->ids) mask[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+    if (t->uncertain.empty()) continue;
+    // The uncertain tokens, through this stack alone.
+    scratch_nodes_.assign(1, node);
+    scratch_complete_ = scratch_ret1_ = scratch_escaped_ = false;
+    int32_t alone;
+    if (Status st = Intern(&alone); !st.ok()) return st;
+    for (int32_t id : t->uncertain) {
+      if ((mask[id >> 6] >> (id & 63)) & 1) continue;
+      ++stats_.uncertain_checks;
+      int32_t x = alone;
+      for (unsigned char b : v.bytes(id)) {
+        int32_t y = next_[static_cast<size_t>(x) * 256 + b];
+        if (y == kUnknown) {
+          if (Status st = StepLocked(x, b, &y); !st.ok()) return st;
+        }
+        x = y;
+        if (x == kDead) break;
+      }
+      if (x != kDead) mask[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+  }
   ++stats_.masks_computed;
   return Status::Ok();
 }

@@ -11,7 +11,7 @@
 //     ambiguous, and one byte may start several alternatives) plus whether
 //     the grammar may end here; sets are interned, so a state is one int.
 //   - States are the nodes of a DFA built lazily: Step(state, byte) is
-//     computed once and then read from a 256-entry table. A token is
+//     computed once and then read from the state's 256-entry row. A token is
 //     accepted by stepping its bytes.
 //   - The allowed-token mask of a state walks the vocabulary's byte TRIE
 //     (Vocabulary) along the DFA, cutting every subtree at its first dead
@@ -30,7 +30,7 @@
 // A Matcher (one sequence's state: a pointer and an int) belongs to one
 // thread at a time.
 // Memory: bounded by MatcherLimits per compiled grammar: the interned
-// states (each with its 1 KB transition table once stepped from), the stack
+// states (each with its 1 KB row of transitions), the stack
 // nodes, the cached masks. Passing a bound is an error from the call that
 // passed it (the request's stream ends with it), never unbounded growth.
 // Never: recurses on the grammar's or the input's depth (explicit stacks).
@@ -92,6 +92,8 @@ struct MatcherLimits {
 
 // Counters of one compiled grammar (for benches and /stats).
 struct MatcherStats {
+  int64_t positions = 0;       // tables of top frames computed
+  int64_t uncertain_checks = 0;  // uncertain tokens stepped through at run time
   int64_t states = 0;
   int64_t stack_nodes = 0;
   int64_t steps_computed = 0;  // DFA transitions computed (the rest were table reads)
@@ -125,6 +127,9 @@ class TokenGrammar {
   // bit id % 64 of word id / 64), the end-of-text id included exactly when
   // IsComplete(state).
   Status FillMask(int32_t state, uint64_t* mask);
+  // The same mask by the plain trie walk along the DFA (no position
+  // tables, no cache): the tests' cross-check of FillMask.
+  Status WalkMask(int32_t state, uint64_t* mask);
 
   MatcherStats stats();
 
@@ -134,16 +139,41 @@ class TokenGrammar {
     Kind kind = kEnd;
     int32_t arg = -1;  // kBytes: index into sets_; kRef: the rule
   };
+  // A stack frame. parent -1 is the bottom of a real stack. The stacks of a
+  // position's table walk (TableFor) stand on a sentinel instead: below
+  // InContext(r) is the unknown context of rule r, below Expanded(r) the
+  // unknown context of one of the positions that may follow r.
   struct Node {
     int32_t pos;
-    int32_t parent;  // -1: the bottom of the stack
+    int32_t parent;
+    int32_t bottom;  // the sentinel (or -1) the stack stands on
   };
   struct State {
     int32_t first = 0;  // stacks_[first, first + count): node ids, sorted
     int32_t count = 0;
-    bool complete = false;
-    std::unique_ptr<std::array<int32_t, 256>> next;  // kUnknown until computed
+    bool complete = false;   // a real stack emptied: the grammar may end here
+    // Table walks only: the walked rule ended at this byte boundary (ret1),
+    // a continuation after it ended too (escaped); which sentinels the
+    // stacks stand on.
+    bool ret1 = false, escaped = false, in_context = false, expanded = false;
   };
+  // The tokens of a stack's top kTableDepth frames (XGrammar's split, over
+  // a few frames rather than one position): those the frames take whatever
+  // the stack below them (accepted), and those that pop out of them into a
+  // continuation that is not refused outright (uncertain: checked against
+  // the real stack at run time). Every other token is refused there.
+  struct PosTable {
+    bool done = false;
+    std::vector<uint64_t> bits;     // accepted, as a mask (when many) ...
+    std::vector<int32_t> ids;       // ... or as a list
+    std::vector<int32_t> uncertain;
+  };
+  // Frames a table covers: a string's content is 3 deep (the character
+  // class, the repetition, the string rule's closing quote), so every
+  // string of a schema shares one table.
+  static constexpr int kTableDepth = 3;
+  static int32_t InContext(int32_t rule) { return -2 - 2 * rule; }
+  static int32_t Expanded(int32_t rule) { return -3 - 2 * rule; }
   static constexpr int32_t kUnknown = -2;
 
   TokenGrammar() = default;
@@ -154,6 +184,16 @@ class TokenGrammar {
   // Interns scratch_nodes_ / scratch_complete_ as a state.
   Status Intern(int32_t* out) TW_REQUIRES(mu_);
   Status StepLocked(int32_t state, uint8_t byte, int32_t* next) TW_REQUIRES(mu_);
+  // The positions that may come right after rule r ends, in any context
+  // (through the ends of the rules that call it last), computed once.
+  const std::vector<int32_t>& FollowOf(int32_t r) TW_REQUIRES(mu_);
+  // The table of real stack `node`'s top kTableDepth frames, computed on
+  // first use by a walk of the trie from those frames standing on
+  // InContext(the rule of the deepest) -- or from the stack itself when it
+  // is no deeper (then nothing is uncertain).
+  Status TableFor(int32_t node, const PosTable** out) TW_REQUIRES(mu_);
+  // The mask from the tables of the state's stacks' tops, the uncertain
+  // tokens stepped through from each stack alone.
   Status ComputeMask(int32_t state, uint64_t* mask) TW_REQUIRES(mu_);
 
   std::shared_ptr<const Vocabulary> vocab_;
@@ -164,15 +204,25 @@ class TokenGrammar {
   std::vector<Pos> prog_;
   std::vector<ByteSet> sets_;
   std::vector<std::vector<int32_t>> rule_alts_;
+  std::vector<int32_t> rule_of_;                 // (prog_) the rule each position is in
+  std::vector<std::vector<int32_t>> refs_to_;    // rule -> the positions referring to it
   int32_t initial_ = kDead;
 
   Mutex mu_;
   std::vector<Node> nodes_ TW_GUARDED_BY(mu_);
   std::unordered_map<uint64_t, int32_t> node_ids_ TW_GUARDED_BY(mu_);     // (pos, parent) -> node
   std::vector<State> states_ TW_GUARDED_BY(mu_);
+  // The DFA: next_[state * 256 + byte] is the state after the byte, kDead,
+  // or kUnknown until computed (1 KB a state).
+  std::vector<int32_t> next_ TW_GUARDED_BY(mu_);
   std::vector<int32_t> stacks_ TW_GUARDED_BY(mu_);                        // the states' node lists
   std::unordered_map<std::string, int32_t> state_ids_ TW_GUARDED_BY(mu_);  // a state's key -> id
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_ TW_GUARDED_BY(mu_);
+  std::unordered_map<int32_t, PosTable> tables_ TW_GUARDED_BY(mu_);  // the frames' top node -> table
+  std::vector<std::vector<int32_t>> follow_ TW_GUARDED_BY(mu_);      // (rules) FollowOf
+  std::vector<char> follow_done_ TW_GUARDED_BY(mu_);
+  bool scratch_ret1_ TW_GUARDED_BY(mu_) = false;
+  bool scratch_escaped_ TW_GUARDED_BY(mu_) = false;
   MatcherStats stats_ TW_GUARDED_BY(mu_);
   // Scratch of Expand / Intern / ComputeMask (kept to allocate once).
   std::vector<int32_t> scratch_nodes_ TW_GUARDED_BY(mu_);

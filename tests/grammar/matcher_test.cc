@@ -110,6 +110,49 @@ TEST(Matcher, Gpt2MasksAgreeWithTheReferenceAlongADocument) {
   EXPECT_TRUE(m.Accept(v->eos()).ok());
 }
 
+// The position tables (accepted + uncertain tokens per grammar position,
+// the uncertain ones checked against the real stack) give exactly the plain
+// trie walk's masks, state after state, along random walks of GPT-2 tokens
+// drawn from the masks: JSON, and a grammar whose rules end mid-token a lot.
+TEST(Matcher, PositionTablesGiveThePlainWalksMasks) {
+  auto v = Gpt2Vocabulary();
+  Grammar words;
+  {
+    // root ::= (word " ")* word "." ; word ::= [a-z]{1,6} | "the"
+    words.root = words.AddRule("root");
+    const int word = words.AddRule("word");
+    words.AddAlt(word, {Repeat(&words, {Element::Bytes(ByteSet::Range('a', 'z'))}, 1, 6, "letters")});
+    Sequence the;
+    AppendLiteral("the", &the);
+    words.AddAlt(word, the);
+    const Element more = Repeat(&words, {Element::Ref(word), Element::Byte(' ')}, 0, kUnbounded, "more");
+    words.AddAlt(words.root, {more, Element::Ref(word), Element::Byte('.')});
+  }
+  for (const Grammar& g : {JsonGrammar(3), words}) {
+    auto tg = CompileOrDie(g, v);
+    std::mt19937 rng(3);
+    std::vector<uint64_t> a(v->mask_words()), b(v->mask_words());
+    int masks = 0;
+    for (int walk = 0; walk < 6; ++walk) {
+      Matcher m(tg);
+      for (int step = 0; step < 40; ++step) {
+        ASSERT_TRUE(m.FillMask(a.data()).ok());
+        ASSERT_TRUE(tg->WalkMask(m.state(), b.data()).ok());
+        ASSERT_EQ(a, b) << "walk " << walk << " step " << step;
+        ++masks;
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < v->size(); ++id) {
+          if (Bit(a, id) && id != v->eos()) allowed.push_back(id);
+        }
+        if (allowed.empty()) break;
+        ASSERT_TRUE(m.Accept(allowed[rng() % allowed.size()]).ok());
+      }
+    }
+    EXPECT_GT(masks, 30);
+    EXPECT_GT(tg->stats().positions, 5);
+  }
+}
+
 TEST(Matcher, ATokenTheGrammarRefusesIsAnErrorNamingIt) {
   auto v = Gpt2Vocabulary();
   auto tg = CompileOrDie(JsonGrammar(0), v);
