@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace tw::grammar {
 
@@ -193,20 +194,38 @@ Status Check(const Grammar& g) {
       }
     }
   }
-  // Nullable rules (can match the empty string), to a fixed point.
+  // Nullable rules (can match the empty string), by a worklist in linear
+  // time: an alternative of references only waits for each of them; when
+  // the last becomes nullable, so does its rule.
   std::vector<char> nullable(n, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
+  {
+    struct Alt {
+      int rule;
+      int waiting;  // references not yet known nullable
+    };
+    std::vector<Alt> alts;
+    std::vector<std::vector<int>> uses(n);  // rule -> the alternatives (by index) waiting on it, once per reference
+    std::vector<int> todo;
     for (int i = 0; i < n; ++i) {
-      if (nullable[i]) continue;
       for (const Sequence& s : g.rules[i].alts) {
-        const bool all = std::all_of(s.begin(), s.end(), [&](const Element& e) {
-          return e.kind == Element::kRule && nullable[e.rule];
-        });
-        if (all) {
+        const bool refs_only =
+            std::all_of(s.begin(), s.end(), [](const Element& e) { return e.kind == Element::kRule; });
+        if (!refs_only) continue;
+        if (s.empty() && !nullable[i]) {
           nullable[i] = 1;
-          changed = true;
-          break;
+          todo.push_back(i);
+        }
+        alts.push_back({i, static_cast<int>(s.size())});
+        for (const Element& e : s) uses[e.rule].push_back(static_cast<int>(alts.size()) - 1);
+      }
+    }
+    while (!todo.empty()) {
+      const int r = todo.back();
+      todo.pop_back();
+      for (int a : uses[r]) {
+        if (--alts[a].waiting == 0 && !nullable[alts[a].rule]) {
+          nullable[alts[a].rule] = 1;
+          todo.push_back(alts[a].rule);
         }
       }
     }
@@ -311,19 +330,18 @@ Element CodepointClass(Grammar* g, std::vector<std::pair<uint32_t, uint32_t>> ra
   // (e.g. [E1-EC][80-BF][80-BF] and [EE-EF][80-BF][80-BF]).
   std::vector<Sequence> alts;
   if (!ascii.Empty()) alts.push_back({Element::Bytes(ascii)});
+  std::map<std::string, size_t> by_tail;  // the bytes of a sequence's tail sets -> its alternative
   for (Sequence& q : multi) {
-    bool done = false;
-    for (Sequence& a : alts) {
-      if (a.size() != q.size() || a.size() < 2) continue;
-      if (!std::equal(a.begin() + 1, a.end(), q.begin() + 1,
-                      [](const Element& x, const Element& y) { return x.bytes == y.bytes; })) {
-        continue;
-      }
-      a[0].bytes.AddAll(q[0].bytes);
-      done = true;
-      break;
+    std::string tail;
+    for (size_t i = 1; i < q.size(); ++i) {
+      tail.append(reinterpret_cast<const char*>(q[i].bytes.bits), sizeof q[i].bytes.bits);
     }
-    if (!done) alts.push_back(std::move(q));
+    auto [it, fresh] = by_tail.try_emplace(std::move(tail), alts.size());
+    if (fresh) {
+      alts.push_back(std::move(q));
+    } else {
+      alts[it->second][0].bytes.AddAll(q[0].bytes);
+    }
   }
   return Group(g, std::move(alts), hint);
 }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "grammar/recognizer.h"
+#include "support/recognizer.h"
 #include "support/chunking.h"
 
 namespace tw::grammar {
