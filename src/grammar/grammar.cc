@@ -231,45 +231,87 @@ Status Check(const Grammar& g) {
     }
   }
   // Left recursion: an edge R -> S where S may come first in one of R's
-  // alternatives (after nullable rules only); a cycle is refused.
-  std::vector<std::vector<int>> first(n);
+  // alternatives (after nullable rules only). The matcher runs a cycle of
+  // such edges forever only if one of them pushes a frame: a reference that
+  // is not the last element of its alternative. A cycle of tail references
+  // alone (x* over a body that may be empty: star ::= body star | "") pops
+  // as it goes and is fine. So: the strongly connected components of the
+  // graph, and a refusal for a pushing edge inside one.
+  struct Edge {
+    int to;
+    bool tail;
+  };
+  std::vector<std::vector<Edge>> first(n);
   for (int i = 0; i < n; ++i) {
     for (const Sequence& s : g.rules[i].alts) {
-      for (const Element& e : s) {
+      for (size_t k = 0; k < s.size(); ++k) {
+        const Element& e = s[k];
         if (e.kind != Element::kRule) break;
-        first[i].push_back(e.rule);
+        first[i].push_back({e.rule, k + 1 == s.size()});
         if (!nullable[e.rule]) break;
       }
     }
   }
-  std::vector<char> color(n, 0);  // 0 new, 1 on the path, 2 done
-  std::vector<std::pair<int, size_t>> path;
+  // Tarjan's components, with an explicit stack.
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1), stack;
+  std::vector<char> on_stack(n, 0);
+  std::vector<std::pair<int, size_t>> dfs;
+  int counter = 0, comps = 0;
   for (int start = 0; start < n; ++start) {
-    if (color[start]) continue;
-    path.push_back({start, 0});
-    color[start] = 1;
-    while (!path.empty()) {
-      auto& [r, next] = path.back();
-      if (next == first[r].size()) {
-        color[r] = 2;
-        path.pop_back();
+    if (index[start] >= 0) continue;
+    dfs.push_back({start, 0});
+    index[start] = low[start] = counter++;
+    stack.push_back(start);
+    on_stack[start] = 1;
+    while (!dfs.empty()) {
+      const int r = dfs.back().first;
+      size_t& next = dfs.back().second;
+      if (next < first[r].size()) {
+        const int t = first[r][next++].to;
+        if (index[t] < 0) {
+          index[t] = low[t] = counter++;
+          stack.push_back(t);
+          on_stack[t] = 1;
+          dfs.push_back({t, 0});
+        } else if (on_stack[t]) {
+          low[r] = std::min(low[r], index[t]);
+        }
         continue;
       }
-      const int s = first[r][next++];
-      if (color[s] == 1) {
-        std::string cycle;
-        bool on = false;
-        for (const auto& [p, unused] : path) {
-          if (p == s) on = true;
-          if (on) cycle += g.rules[p].name + " -> ";
+      if (low[r] == index[r]) {
+        for (int x = -1; x != r;) {
+          x = stack.back();
+          stack.pop_back();
+          on_stack[x] = 0;
+          comp[x] = comps;
         }
-        cycle += g.rules[s].name;
-        return Status::Error("rule '" + g.rules[s].name + "' is left-recursive (" + cycle + ")");
+        comps++;
       }
-      if (color[s] == 0) {
-        color[s] = 1;
-        path.push_back({s, 0});
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().first] = std::min(low[dfs.back().first], low[r]);
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    for (const Edge& e : first[r]) {
+      if (e.tail || comp[e.to] != comp[r]) continue;
+      // A cycle through this edge: back from e.to to r inside the component.
+      std::vector<int> prev(n, -2);
+      std::vector<int> queue{e.to};
+      prev[e.to] = -1;
+      for (size_t q = 0; q < queue.size() && prev[r] == -2; ++q) {
+        for (const Edge& f : first[queue[q]]) {
+          if (comp[f.to] == comp[r] && prev[f.to] == -2) {
+            prev[f.to] = queue[q];
+            queue.push_back(f.to);
+          }
+        }
       }
+      std::vector<int> path;  // e.to ... r
+      for (int x = r; x != -1 && x != -2; x = prev[x]) path.push_back(x);
+      std::string cycle = g.rules[r].name;
+      for (auto it = path.rbegin(); it != path.rend(); ++it) cycle += " -> " + g.rules[*it].name;
+      if (r == e.to) cycle = g.rules[r].name + " -> " + g.rules[r].name;
+      return Status::Error("rule '" + g.rules[r].name + "' is left-recursive (" + cycle + ")");
     }
   }
   return Status::Ok();
