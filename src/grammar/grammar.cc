@@ -230,6 +230,50 @@ Status Check(const Grammar& g) {
       }
     }
   }
+  // Productive rules (match some string), by the same worklist: an
+  // alternative waits for each of its references. A root that matches
+  // nothing (a cycle of references with no way out) is refused.
+  {
+    std::vector<char> productive(n, 0);
+    std::vector<int> waiting, owner, todo;
+    std::vector<std::vector<int>> uses(n);
+    for (int i = 0; i < n; ++i) {
+      for (const Sequence& s : g.rules[i].alts) {
+        int refs = 0;
+        for (const Element& e : s) refs += e.kind == Element::kRule;
+        if (refs == 0) {
+          if (!productive[i]) todo.push_back(i);
+          productive[i] = 1;
+          continue;
+        }
+        waiting.push_back(refs);
+        owner.push_back(i);
+        for (const Element& e : s) {
+          if (e.kind == Element::kRule) uses[e.rule].push_back(static_cast<int>(waiting.size()) - 1);
+        }
+      }
+    }
+    while (!todo.empty()) {
+      const int r = todo.back();
+      todo.pop_back();
+      for (int a : uses[r]) {
+        if (--waiting[a] == 0 && !productive[owner[a]]) {
+          productive[owner[a]] = 1;
+          todo.push_back(owner[a]);
+        }
+      }
+    }
+    if (!productive[g.root]) {
+      std::string culprit;
+      for (const Sequence& s : g.rules[g.root].alts) {
+        for (const Element& e : s) {
+          if (e.kind == Element::kRule && !productive[e.rule] && culprit.empty()) culprit = g.rules[e.rule].name;
+        }
+      }
+      return Status::Error("the grammar matches nothing: rule '" + g.rules[g.root].name + "' never completes" +
+                           (culprit.empty() ? std::string() : " (it needs '" + culprit + "', which never does)"));
+    }
+  }
   // Left recursion: an edge R -> S where S may come first in one of R's
   // alternatives (after nullable rules only). The matcher runs a cycle of
   // such edges forever only if one of them pushes a frame: a reference that

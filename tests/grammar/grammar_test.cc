@@ -96,6 +96,19 @@ TEST(Grammar, RuleNamesStayUnique) {
   EXPECT_EQ(g.FindRule("y"), -1);
 }
 
+TEST(Grammar, ARootThatNeverCompletesIsRefused) {
+  // root ::= a ; a ::= b ; b ::= "x" a   (a cycle with no way out)
+  Grammar g;
+  g.root = g.AddRule("root");
+  const int a = g.AddRule("a"), b = g.AddRule("b");
+  g.AddAlt(g.root, {Element::Ref(a)});
+  g.AddAlt(a, {Element::Ref(b)});
+  g.AddAlt(b, {Element::Byte('x'), Element::Ref(a)});
+  EXPECT_EQ(Check(g).message(), "the grammar matches nothing: rule 'root' never completes (it needs 'a', which never does)");
+  g.AddAlt(b, {Element::Byte('y')});
+  EXPECT_TRUE(Check(g).ok()) << Check(g).message();
+}
+
 TEST(Grammar, CheckNamesTheRuleAtFault) {
   {
     Grammar g;

@@ -9,7 +9,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_suite.h"
 #include "grammar/json_validator.h"
-#include "grammar/recognizer.h"
+#include "support/recognizer.h"
 
 namespace tw::grammar {
 namespace {

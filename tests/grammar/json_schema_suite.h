@@ -33,7 +33,7 @@
 
 #include "grammar/json_schema.h"
 #include "grammar/json_validator.h"
-#include "grammar/recognizer.h"
+#include "support/recognizer.h"
 #include "json/json.h"
 
 namespace tw::grammar::testing {
