@@ -905,8 +905,12 @@ bool Engine::EmitToken(Sequence& s, const SampledToken& sampled) {
   if (s.matcher.active()) {
     // The mask allowed only what the grammar takes; anything else is a bug.
     if (Status st = s.matcher.Accept(sampled.id); !st.ok()) {
-      ReportBug(s, "the runner drew a token the grammar's mask refuses", st.message());
-      Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, st.message())));
+      if (s.matcher.refused()) {
+        ReportBug(s, "the runner drew a token the grammar's mask refuses", st.message());
+        Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInternal, st.message())));
+      } else {
+        Retire(s, stream::Event::Error(ApiError::Make(ErrorCode::kInvalidRequest, st.message())));  // a bound
+      }
       return true;
     }
   }

@@ -22,11 +22,7 @@ Status ChoiceGrammar(const std::vector<std::string>& choices, const GrammarLimit
   Grammar g;
   g.limits = limits;
   g.root = g.AddRule("root");
-  for (const std::string& c : choices) {
-    Sequence seq;
-    AppendLiteral(c, &seq);
-    g.AddAlt(g.root, std::move(seq));
-  }
+  g.AddAlt(g.root, {Literals(&g, choices, "choice")});
   *out = std::move(g);
   return Check(*out);
 }

@@ -55,7 +55,7 @@ struct CompilerOptions {
   JsonSchemaOptions json;         // --json-max-whitespace
   size_t max_source_bytes = 64 << 10;  // --grammar-max-bytes: a schema, pattern, grammar or all choices
   int max_compile_ms = 2000;      // --grammar-max-compile-ms
-  int cache_entries = 64;         // --grammar-cache-entries (0: no cache)
+  int cache_entries = 16;         // --grammar-cache-entries (0: no cache)
 };
 
 struct CompilerStats {

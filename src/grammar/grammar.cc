@@ -438,6 +438,45 @@ Element Group(Grammar* g, std::vector<Sequence> alts, std::string_view hint) {
   return Element::Ref(r);
 }
 
+Element Literals(Grammar* g, std::vector<std::string> literals, std::string_view hint) {
+  std::sort(literals.begin(), literals.end());
+  literals.erase(std::unique(literals.begin(), literals.end()), literals.end());
+  // Each trie node is a rule over the sorted literals [lo, hi) sharing a
+  // prefix of `depth` bytes: "" if one ends there, and per next byte that
+  // byte then the child's rule (or the byte alone for a leaf). Built with
+  // an explicit work list (no recursion on the literals' length).
+  struct Node {
+    int rule;
+    size_t lo, hi, depth;
+  };
+  const int root = g->AddRule(hint);
+  std::vector<Node> todo{{root, 0, literals.size(), 0}};
+  while (!todo.empty()) {
+    const Node n = todo.back();
+    todo.pop_back();
+    size_t i = n.lo;
+    if (i < n.hi && literals[i].size() == n.depth) {
+      g->AddAlt(n.rule, {});
+      ++i;
+    }
+    while (i < n.hi) {
+      const char b = literals[i][n.depth];
+      size_t j = i;
+      while (j < n.hi && literals[j][n.depth] == b) ++j;
+      Sequence seq{Element::Byte(static_cast<uint8_t>(b))};
+      const bool leaf = j == i + 1 && literals[i].size() == n.depth + 1;
+      if (!leaf) {
+        const int child = g->AddRule(std::string(hint) + "-t");
+        seq.push_back(Element::Ref(child));
+        todo.push_back({child, i, j, n.depth + 1});
+      }
+      g->AddAlt(n.rule, std::move(seq));
+      i = j;
+    }
+  }
+  return Element::Ref(root);
+}
+
 Element Repeat(Grammar* g, const Sequence& body, int min, int max, std::string_view hint) {
   if (min < 0) min = 0;
   if (max != kUnbounded && max < min) max = min;

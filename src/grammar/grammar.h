@@ -152,6 +152,12 @@ Element CodepointClass(Grammar* g, std::vector<std::pair<uint32_t, uint32_t>> ra
 // A new rule (named `hint`) with these alternatives, as a reference.
 Element Group(Grammar* g, std::vector<Sequence> alts, std::string_view hint);
 
+// One of `literals` (byte strings; repeats and order do not matter), as a
+// reference to a trie of rules: the literals' shared prefixes are one path,
+// so a matcher holds one parse however many literals are alive (an enum of
+// 300 names, a choice list). At least one literal; "" is allowed.
+Element Literals(Grammar* g, std::vector<std::string> literals, std::string_view hint);
+
 // `body` repeated min..max times (max = kUnbounded for no bound; 0 <= min,
 // min <= max otherwise), as a reference to a new rule named `hint`. Unbounded
 // repetition is right-recursive (the matcher runs it in constant stack);

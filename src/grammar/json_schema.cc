@@ -33,6 +33,13 @@ namespace tw::grammar {
 
 namespace {
 
+// The digits a generated number may have (json_schema.h): 18 in the integer
+// part (an unbounded integer stays below 10^18, within int64), 16 after the
+// point, 2 in the exponent (so every number fits a double).
+constexpr int kMaxIntDigits = 18;
+constexpr int kMaxFracDigits = 16;
+constexpr int kMaxExpDigits = 2;
+
 constexpr int kMaxDepth = 64;
 
 // ---- JSON types as a bit set ------------------------------------------------
@@ -305,11 +312,15 @@ class SchemaCompiler {
     return Element::Ref(string_);
   }
 
-  Element Digits() {  // [0-9]*
-    if (digits_ < 0) {
-      digits_ = Repeat(g_, {Element::Bytes(ByteSet::Range('0', '9'))}, 0, kUnbounded, "digits").rule;
+  // [0-9]{0,max}, one rule per max. Numbers are bounded (json_schema.h):
+  // every generated number fits a double, every integer an int64, and a
+  // model cannot spin on digits.
+  Element Digits(int max) {
+    auto it = digits_.find(max);
+    if (it == digits_.end()) {
+      it = digits_.emplace(max, Repeat(g_, {Element::Bytes(ByteSet::Range('0', '9'))}, 0, max, "digits").rule).first;
     }
-    return Element::Ref(digits_);
+    return Element::Ref(it->second);
   }
 
   Element AnyNumber() {
@@ -317,15 +328,19 @@ class SchemaCompiler {
     const Element digit = Element::Bytes(ByteSet::Range('0', '9'));
     const Element minus = Group(g_, {{}, {Element::Byte('-')}}, "number-sign");
     const Element integral =
-        Group(g_, {{Element::Byte('0')}, {Element::Bytes(ByteSet::Range('1', '9')), Digits()}}, "number-int");
-    const Element frac = Group(g_, {{}, {Element::Byte('.'), digit, Digits()}}, "number-frac");
+        Group(g_, {{Element::Byte('0')}, {Element::Bytes(ByteSet::Range('1', '9')), Digits(kMaxIntDigits - 1)}},
+              "number-int");
+    const Element frac = Group(g_, {{}, {Element::Byte('.'), digit, Digits(kMaxFracDigits - 1)}}, "number-frac");
     ByteSet e, sign;
     e.Add('e');
     e.Add('E');
     sign.Add('+');
     sign.Add('-');
     const Element exp = Group(
-        g_, {{}, {Element::Bytes(e), digit, Digits()}, {Element::Bytes(e), Element::Bytes(sign), digit, Digits()}},
+        g_,
+        {{},
+         {Element::Bytes(e), digit, Digits(kMaxExpDigits - 1)},
+         {Element::Bytes(e), Element::Bytes(sign), digit, Digits(kMaxExpDigits - 1)}},
         "number-exp");
     number_ = Group(g_, {{minus, integral, frac, exp}}, "number").rule;
     return Element::Ref(number_);
@@ -337,8 +352,8 @@ class SchemaCompiler {
     if (integer_ < 0) {
       integer_ = Group(g_,
                        {{Element::Byte('0')},
-                        {Element::Bytes(ByteSet::Range('1', '9')), Digits()},
-                        {Element::Byte('-'), Element::Bytes(ByteSet::Range('1', '9')), Digits()}},
+                        {Element::Bytes(ByteSet::Range('1', '9')), Digits(kMaxIntDigits - 1)},
+                        {Element::Byte('-'), Element::Bytes(ByteSet::Range('1', '9')), Digits(kMaxIntDigits - 1)}},
                        "integer")
                      .rule;
     }
@@ -516,15 +531,13 @@ class SchemaCompiler {
       if (!en->is_array()) return Refuse(ptr, "'enum' must be an array");
       for (const json::Value& v : en->items()) values.push_back(&v);
     }
-    std::vector<Sequence> alts;
+    std::vector<std::string> alts;  // as one trie of literals (one parse however many are alive)
     std::set<std::string> seen;
     auto add = [&](const json::Value& v) {
       if (!(TypesOf(v) & mask)) return;
       const std::string text = json::Serialize(v);
       if (!seen.insert(text).second) return;
-      Sequence seq;
-      AppendLiteral(text, &seq);
-      alts.push_back(std::move(seq));
+      alts.push_back(text);
     };
     if (co) {
       // With both: const, if enum has it too (compared as serialized).
@@ -539,7 +552,7 @@ class SchemaCompiler {
       out->nothing = true;
       return Status::Ok();
     }
-    out->elem = Group(g_, std::move(alts), co ? "const" : "enum");
+    out->elem = Literals(g_, std::move(alts), co ? "const" : "enum");
     return Status::Ok();
   }
 
@@ -818,8 +831,11 @@ class SchemaCompiler {
       out->nothing = true;
       return Status::Ok();
     }
-    if (has_lo) lo = std::max(lo, kMin);
-    if (has_hi) hi = std::min(hi, kMax);
+    // An open side is int64's edge: every integer the grammar produces fits
+    // an int64 (json_schema.h).
+    lo = has_lo ? std::max(lo, kMin) : kMin;
+    hi = has_hi ? std::min(hi, kMax) : kMax;
+    has_lo = has_hi = true;
     std::vector<Sequence> alts;
     if (!has_hi || hi >= 0) NonNegative(has_lo ? std::max<Int128>(lo, 0) : 0, has_hi, hi, {}, &alts);
     if (!has_lo || lo < 0) {
@@ -844,7 +860,7 @@ class SchemaCompiler {
       Sequence seq = prefix;
       seq.push_back(Element::Bytes(ByteSet::Range('1', '9')));
       for (size_t i = 0; i < la; ++i) seq.push_back(Element::Bytes(ByteSet::Range('0', '9')));
-      seq.push_back(Digits());
+      seq.push_back(Digits(std::max(0, kMaxIntDigits - 1 - static_cast<int>(la))));
       out->push_back(std::move(seq));
     }
   }
@@ -1182,7 +1198,8 @@ class SchemaCompiler {
   const json::Value& root_;
   const JsonSchemaOptions& opts_;
   Grammar* g_;
-  int ws_ = -1, comma_ = -1, colon_ = -1, char_ = -1, string_ = -1, digits_ = -1, number_ = -1, integer_ = -1;
+  int ws_ = -1, comma_ = -1, colon_ = -1, char_ = -1, string_ = -1, number_ = -1, integer_ = -1;
+  std::map<int, int> digits_;  // Digits(max): max -> its rule
   int null_ = -1, boolean_ = -1, object_ = -1, array_ = -1, value_ = -1;
   std::map<std::string, int> refs_;     // "$ref|mask" -> rule
   std::map<std::string, int> strings_;  // "min..max" -> rule

@@ -519,13 +519,16 @@ MatcherStats TokenGrammar::stats() {
 Status Matcher::Accept(int32_t id) {
   if (grammar_ == nullptr) return Status::Ok();
   const Vocabulary& v = grammar_->vocab();
+  refused_ = false;
   if (id >= 0 && id == v.eos()) {
     if (grammar_->IsComplete(state_)) return Status::Ok();
+    refused_ = true;
     return Status::Error("grammar: end-of-text before the output is complete");
   }
   int32_t next;
   if (Status st = grammar_->StepToken(state_, id, &next); !st.ok()) return st;
   if (next == TokenGrammar::kDead) {
+    refused_ = true;
     const std::string text = id >= 0 && id < v.size() ? Printable(v.bytes(id)) : std::string("?");
     return Status::Error("grammar: token " + std::to_string(id) + " (\"" + text + "\") is not allowed here");
   }

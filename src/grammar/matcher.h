@@ -84,9 +84,12 @@ class Vocabulary {
 };
 
 struct MatcherLimits {
-  int max_states = 8192;          // interned states of one compiled grammar (--grammar-max-states)
+  // Interned states of one compiled grammar (--grammar-max-states): 1 KB of
+  // transitions each. A string of maxLength N alone may take N of them (each
+  // count is a state).
+  int max_states = 65536;
   int max_stack_nodes = 1 << 20;  // stack nodes of one compiled grammar
-  int max_stacks_per_state = 256; // parses one state may hold (an ambiguous grammar's bound)
+  int max_stacks_per_state = 1024; // parses one state may hold (an ambiguous grammar's bound)
   int max_cached_masks = 256;     // masks kept per compiled grammar (6.3 KB each for GPT-2)
 };
 
@@ -241,9 +244,11 @@ class Matcher {
 
   bool active() const { return grammar_ != nullptr; }
   // Advances by token `id`: an error naming the token if the grammar does
-  // not allow it (the end-of-text id is allowed where the grammar may end,
-  // and leaves the state as it is).
+  // not allow it (then refused() is true; the end-of-text id is allowed
+  // where the grammar may end, and leaves the state as it is), or one
+  // naming a bound the grammar passed (MatcherLimits; refused() false).
   Status Accept(int32_t id);
+  bool refused() const { return refused_; }
   // The allowed-token mask (TokenGrammar::FillMask).
   Status FillMask(uint64_t* mask) { return grammar_->FillMask(state_, mask); }
   bool IsComplete() const { return grammar_->IsComplete(state_); }
@@ -254,6 +259,7 @@ class Matcher {
  private:
   std::shared_ptr<TokenGrammar> grammar_;
   int32_t state_ = TokenGrammar::kDead;
+  bool refused_ = false;
 };
 
 }  // namespace tw::grammar

@@ -85,6 +85,17 @@ TEST(Grammar, RepeatHonoursItsBounds) {
   }
 }
 
+TEST(Grammar, LiteralsShareTheirPrefixes) {
+  Grammar g;
+  g.root = g.AddRule("root");
+  g.AddAlt(g.root, {Literals(&g, {"ab", "abc", "b", "", "abd", "ab"}, "lit"), Element::Byte('!')});
+  ASSERT_TRUE(Check(g).ok()) << Check(g).message();
+  for (const char* s : {"ab!", "abc!", "abd!", "b!", "!"}) EXPECT_TRUE(Accepts(g, s)) << s;
+  for (const char* s : {"a!", "abcd!", "bb!", "c!", "ab"}) EXPECT_FALSE(Accepts(g, s)) << s;
+  // One rule per distinct prefix with a continuation: root, "", "a", "ab".
+  EXPECT_EQ(g.rules.size(), 4u);
+}
+
 TEST(Grammar, RuleNamesStayUnique) {
   Grammar g;
   EXPECT_EQ(g.AddRule("x"), 0);

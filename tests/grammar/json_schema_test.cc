@@ -60,10 +60,14 @@ void ExpectLanguage(const std::string& schema, const std::vector<std::string>& y
 TEST(JsonSchema, Types) {
   ExpectLanguage(R"({"type":"null"})", {"null"}, {"nul", "0", "\"null\""});
   ExpectLanguage(R"({"type":"boolean"})", {"true", "false"}, {"null", "1", "True"});
-  ExpectLanguage(R"({"type":"integer"})", {"0", "7", "-12", "1234567890123456789012"},
-                 {"-0", "01", "1.0", "1e3", "+1", "", "-"});
-  ExpectLanguage(R"({"type":"number"})", {"0", "-0", "1.5", "-0.25e-3", "1E+9", "10"},
-                 {"01", ".5", "1.", "1e", "--1", "Infinity", "NaN"});
+  // Unbounded integers have at most 18 digits (within int64); numbers 18
+  // integer digits, 16 after the point and 2 in the exponent (a double).
+  ExpectLanguage(R"({"type":"integer"})", {"0", "7", "-12", "123456789012345678", "-999999999999999999"},
+                 {"-0", "01", "1.0", "1e3", "+1", "", "-", "1234567890123456789"});
+  ExpectLanguage(R"({"type":"number"})",
+                 {"0", "-0", "1.5", "-0.25e-3", "1E+9", "10", "123456789012345678.1234567890123456e-99"},
+                 {"01", ".5", "1.", "1e", "--1", "Infinity", "NaN", "1234567890123456789", "0.12345678901234567",
+                  "1e100"});
   ExpectLanguage(R"({"type":"string"})", {R"("")", R"("abc")"}, {"abc", R"(")", "1"});
   ExpectLanguage(R"({"type":"array"})", {"[]", R"([1,"a",[null],{}])"}, {"[", "[1,]", "[,1]"});
   ExpectLanguage(R"({"type":"object"})", {"{}", R"({"a":1,"b":[{}]})"}, {R"({"a"})", R"({"a":1,})", "{1:2}"},
@@ -138,14 +142,14 @@ TEST(JsonSchema, IntegerRangesAreExact) {
 }
 
 TEST(JsonSchema, IntegerRangesAtTheEdgesOfInt64) {
-  ExpectLanguage(R"({"type":"integer","minimum":9223372036854775806})",
-                 {"9223372036854775806", "9223372036854775807", "9223372036854775808", "12345678901234567890123"},
-                 {"9223372036854775805", "-1", "1000000000000000000"});
+  // An open side is int64's edge.
+  ExpectLanguage(R"({"type":"integer","minimum":9223372036854775806})", {"9223372036854775806", "9223372036854775807"},
+                 {"9223372036854775805", "-1", "1000000000000000000", "9223372036854775808", "12345678901234567890123"});
   ExpectLanguage(R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})",
                  {"-9223372036854775808", "9223372036854775807", "0"}, {"-9223372036854775809", "9223372036854775808"});
   ExpectLanguage(R"({"type":"integer","maximum":-9223372036854775807})",
-                 {"-9223372036854775807", "-9223372036854775808", "-9223372036854775809"},
-                 {"-9223372036854775806", "0"});
+                 {"-9223372036854775807", "-9223372036854775808"},
+                 {"-9223372036854775806", "0", "-9223372036854775809"});
   // A bound past int64 is brought in to it (the grammar is then stricter).
   ExpectLanguage(R"({"type":"integer","minimum":0,"maximum":1e30})", {"0", "9223372036854775807"},
                  {"9223372036854775808", "-1"});

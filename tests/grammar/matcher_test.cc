@@ -215,17 +215,17 @@ TEST(Matcher, ItsBoundsAreErrorsNotGrowth) {
   Status st = tg->FillMask(tg->initial_state(), mask.data());
   EXPECT_EQ(st.message(), "grammar: more than 3 matcher states (--grammar-max-states)");
 
-  // 300 identical alternatives: 300 parses at once.
+  // 1,100 identical alternatives: 1,100 parses at once.
   Grammar g;
   g.root = g.AddRule("root");
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 1100; ++i) {
     const int r = g.AddRule("x");
     g.AddAlt(r, {Element::Byte('a')});
     g.AddAlt(g.root, {Element::Ref(r)});
   }
   std::shared_ptr<TokenGrammar> amb;
   st = TokenGrammar::Compile(g, v, MatcherLimits{}, &amb);
-  EXPECT_EQ(st.message(), "grammar: 300 parses at once (at most 256): the grammar is too ambiguous");
+  EXPECT_EQ(st.message(), "grammar: 1100 parses at once (at most 1024): the grammar is too ambiguous");
 }
 
 }  // namespace
