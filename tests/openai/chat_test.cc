@@ -245,7 +245,7 @@ TEST(ChatParse, EveryRejectionNamesItsParam) {
        "functions: tool and function calling is not supported: GPT-2 is a base model that was never trained to call tools"},
       {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
        400, "response_format",
-       R"(response_format: structured output is not supported by this server yet; the output is plain text (only {"type":"text"} is accepted))"},
+       "response_format: structured output is not available on this server"},
       {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"top_k":-5})", 400, "top_k",
        "top_k: -5 is out of range; expected an integer, -1 or 0 (off) or at least 1"},
       {R"({"model":"gpt2","messages":[{"role":"user","content":"x"}],"logprobs":1})", 400, "logprobs",
