@@ -35,7 +35,13 @@
 //      top_k 1 and min_p 1 equal greedy, the penalties change a repeating
 //      greedy text, both APIs; several prompts (indexes prompt * n + j, each
 //      prompt's choices those of its own request), echo, best_of, echo
-//      with logprobs and prompt_logprobs (the prompt's tokens scored).
+//      with logprobs and prompt_logprobs (the prompt's tokens scored);
+//  11. structured output (docs/structured-output.md): response_format
+//      json_schema on chat and json_object on completions, streamed and
+//      not: the content is JSON valid under the schema (checked here, by
+//      hand), the streamed deltas concatenate to the same text; a schema
+//      the server cannot compile raises BadRequestError naming
+//      response_format and the keyword.
 // Exits 0 when every check passed, 1 otherwise.
 import { readFileSync } from "node:fs";
 
@@ -374,6 +380,58 @@ async function samplingControls(model) {
   console.log(`check_openai: echo + logprobs and prompt_logprobs over ${p} prompt tokens`);
 }
 
+async function structuredOutput(model) {
+  // 11. The random model is flat: a logit_bias toward the tokens that close
+  // the document makes it end soon; the grammar decides what may be drawn.
+  const logit_bias = {};
+  for (const piece of ["\"", "}", "1", "true", ",", "\",", "\"}"]) {
+    const t = await (await fetch(`${baseURL}/tokenize`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: piece }),
+    })).json();
+    check(t.tokens?.length === 1, `/v1/tokenize ${piece}: ${JSON.stringify(t)}`);
+    if (t.tokens?.length === 1) logit_bias[String(t.tokens[0])] = 10;
+  }
+  const schema = {
+    type: "object",
+    properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 0, maximum: 9 } },
+    required: ["ok", "n"],
+  };
+  const valid = (text, what) => {
+    let v;
+    try { v = JSON.parse(text); } catch (e) { check(false, `${what}: not JSON: ${text}`); return; }
+    check(typeof v === "object" && v !== null && Object.keys(v).length === 2 && typeof v.ok === "boolean" &&
+          Number.isInteger(v.n) && v.n >= 0 && v.n <= 9, `${what}: not valid under the schema: ${text}`);
+  };
+  const response_format = { type: "json_schema", json_schema: { name: "record", strict: true, schema } };
+  const whole = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "A record, please." }], max_tokens: 60, seed: 3, logit_bias,
+    response_format,
+  });
+  const content = whole.choices[0].message.content;
+  check(whole.choices[0].finish_reason === "stop", `json_schema chat finish ${whole.choices[0].finish_reason}`);
+  valid(content, "chat json_schema");
+  let streamed = "";
+  for await (const chunk of await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "A record, please." }], max_tokens: 60, seed: 3, logit_bias,
+    response_format, stream: true,
+  })) streamed += chunk.choices[0]?.delta?.content ?? "";
+  same(streamed, content, "chat json_schema streamed = not streamed");
+  const c = await client.completions.create({
+    model, prompt: "JSON:", max_tokens: 60, seed: 4, logit_bias, response_format: { type: "json_object" },
+  });
+  check(c.choices[0].text.startsWith("{"), `completions json_object text ${c.choices[0].text}`);
+  if (c.choices[0].finish_reason === "stop") {
+    let v;
+    try { v = JSON.parse(c.choices[0].text); } catch (e) { check(false, `json_object: not JSON: ${c.choices[0].text}`); }
+    check(typeof v === "object" && !Array.isArray(v), `json_object: not an object: ${c.choices[0].text}`);
+  }
+  await expectError(OpenAI.BadRequestError,
+    { model, messages: [{ role: "user", content: "x" }],
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "number", multipleOf: 2 } } } },
+    400, "response_format", null, client.chat.completions);
+  console.log(`check_openai: structured output: ${content}`);
+}
+
 let one_model_is_base = false;
 try {
   await main();
@@ -382,6 +440,7 @@ try {
   await chat(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
   await paramRows(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
   await samplingControls(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
+  await structuredOutput(process.env.TOKENWIRE_MODEL || m.data?.[0]?.id);
 } catch (err) {
   failures++;
   console.error(`FAIL openai: unexpected ${err?.constructor?.name}: ${err?.stack ?? err}`);
