@@ -116,6 +116,7 @@ MatcherResult MeasureMatcher(const Args& a, std::shared_ptr<const grammar::Vocab
       for (int s = 0; s < a.steps; s++) {
         const auto m0 = Clock::now();
         if (!m.FillMask(mask.data()).ok()) break;
+        const auto m1 = Clock::now();
         allowed.clear();
         for (int wd = 0; wd < vocab->mask_words(); wd++) {
           for (uint64_t bits = mask[static_cast<size_t>(wd)]; bits != 0; bits &= bits - 1) {
@@ -123,9 +124,9 @@ MatcherResult MeasureMatcher(const Args& a, std::shared_ptr<const grammar::Vocab
             if (id != vocab->eos()) allowed.push_back(id);
           }
         }
-        // The walk's draw is the caller's (a sampler's) work, not timed:
-        // the clock stops before it and runs again for the advance.
-        const auto m1 = Clock::now();
+        // The walk's draw (listing the allowed ids, picking one) is the
+        // caller's work, not timed: the clock runs for the mask and again
+        // for the advance.
         if (allowed.empty()) break;
         const int32_t pick = allowed[rng() % allowed.size()];
         const auto a0 = Clock::now();
@@ -257,6 +258,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (int batch : {1, 32}) {
+    if (a.rounds <= 0) break;  // --rounds 0: the matcher part only
     std::vector<double> plain, constrained;
     for (int r = 0; r < a.rounds; r++) {
       // Alternate which runs first.

@@ -17,7 +17,7 @@ let run = null;
 
 function newRun(opts) {
   return {
-    ...opts,               // transport, prompt, maxTokens, slow, slowMs, dropAfter, cancelAfter, seed, logprobs
+    ...opts,               // transport, prompt, maxTokens, slow, slowMs, dropAfter, cancelAfter, seed, logprobs, schema
     stream: null,          // "s_…" once known
     lastId: 0,
     ids: [],               // every id received, in arrival order
@@ -276,6 +276,15 @@ function finish(status, reason) {
     drops: run.drops, resumes: run.resumes, heartbeats: run.heartbeats,
     tokens: run.tokens, text: run.text, probs: run.probs,
   };
+  if (run.schema !== null) {
+    // Structured output: the text checked against the schema, here in the
+    // browser, independently of the server's grammar.
+    const why = validateOutput(run.text, run.schema, reason);
+    result.schema_valid = why === "";
+    $("validation").hidden = false;
+    $("validation").textContent = why === "" ? "the output is JSON valid under the schema" : why;
+    $("validation").className = `check ${why === "" ? "ok" : "bad"}`;
+  }
   $("result").textContent = JSON.stringify(result);
   document.body.dataset.status = status === "failed" ? "failed" : "done";
   setState(`${status}: ${reason}`);
@@ -288,7 +297,62 @@ function generationRequest() {
   const r = {prompt: run.prompt, max_new_tokens: run.maxTokens};
   if (run.seed !== null) r.seed = run.seed;
   if (run.logprobs !== null) r.logprobs = run.logprobs;
+  if (run.schema !== null) r.guided_json = run.schema;  // the server compiles it (docs/structured-output.md)
   return r;
+}
+
+// ---- structured output: the page's own check of the output -------------------
+// The keywords the server's grammar enforces most (type, properties,
+// required, additionalProperties, items, enum, const, lengths, integer
+// bounds, anyOf/oneOf): "" when `value` holds, else why not.
+function validate(schema, value, path) {
+  if (schema === true || schema === undefined) return "";
+  if (schema === false) return `${path}: no value is allowed`;
+  const typeOf = (v) => v === null ? "null" : Array.isArray(v) ? "array" :
+    typeof v === "number" ? (Number.isInteger(v) ? "integer" : "number") : typeof v;
+  const t = typeOf(value);
+  if (schema.type !== undefined) {
+    const types = [].concat(schema.type);
+    if (!types.includes(t) && !(t === "integer" && types.includes("number"))) return `${path}: a ${t}, not ${types.join(" or ")}`;
+  }
+  if (schema.const !== undefined && JSON.stringify(schema.const) !== JSON.stringify(value)) return `${path}: not the const`;
+  if (schema.enum && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) return `${path}: not in the enum`;
+  for (const k of ["anyOf", "oneOf"]) {
+    if (schema[k] && !schema[k].some((s) => validate(s, value, path) === "")) return `${path}: matches none of ${k}`;
+  }
+  if (t === "string") {
+    const n = [...value].length;
+    if (schema.minLength !== undefined && n < schema.minLength) return `${path}: shorter than ${schema.minLength}`;
+    if (schema.maxLength !== undefined && n > schema.maxLength) return `${path}: longer than ${schema.maxLength}`;
+  }
+  if (t === "integer" || t === "number") {
+    if (schema.minimum !== undefined && value < schema.minimum) return `${path}: below ${schema.minimum}`;
+    if (schema.maximum !== undefined && value > schema.maximum) return `${path}: above ${schema.maximum}`;
+  }
+  if (t === "array" && schema.items !== undefined) {
+    for (let i = 0; i < value.length; i++) {
+      const why = validate(schema.items, value[i], `${path}[${i}]`);
+      if (why) return why;
+    }
+  }
+  if (t === "object") {
+    for (const r of schema.required || []) if (!(r in value)) return `${path}: "${r}" is missing`;
+    const props = schema.properties || {};
+    for (const [k, v] of Object.entries(value)) {
+      const sub = k in props ? props[k] : schema.additionalProperties;
+      if (sub === false || (sub === undefined && !(k in props) && schema.properties)) return `${path}: "${k}" is not allowed`;
+      const why = validate(sub, v, `${path}.${k}`);
+      if (why) return why;
+    }
+  }
+  return "";
+}
+
+function validateOutput(text, schema, reason) {
+  if (reason === "length") return "cut by max tokens: a prefix of a valid output, not a whole one";
+  let value;
+  try { value = JSON.parse(text); } catch (e) { return `not JSON: ${e.message}`; }
+  return validate(schema, value, "$");
 }
 
 // ---- drawing -------------------------------------------------------------------
@@ -455,7 +519,16 @@ function optionsFromForm() {
     cancelAfter: null,
     seed: null,
     logprobs: $("logprobs").value === "" ? null : Number($("logprobs").value),
+    schema: schemaFromForm(),
   };
+}
+
+// The schema box's JSON, or null when empty (an unparsable one is sent as
+// text, and the server's 400 names what is wrong).
+function schemaFromForm() {
+  const text = $("schema").value.trim();
+  if (text === "") return null;
+  try { return JSON.parse(text); } catch (e) { return text; }
 }
 
 function start(opts) {
@@ -466,6 +539,7 @@ function start(opts) {
   $("alts").hidden = true;
   $("events").tBodies[0].replaceChildren();
   $("result").textContent = "";
+  $("validation").hidden = true;
   document.body.dataset.status = "running";
   setState(`running over ${opts.transport === "ws" ? "WebSocket" : opts.slow ? "SSE (fetch, slow reader)" : "SSE (EventSource)"}`);
   $("start").disabled = true;
@@ -486,6 +560,7 @@ function applyParams() {
   if (p.has("slow")) $("slow").checked = p.get("slow") === "1";
   if (p.has("slow_ms")) $("slow_ms").value = p.get("slow_ms");
   if (p.has("logprobs")) $("logprobs").value = p.get("logprobs");
+  if (p.has("schema")) $("schema").value = p.get("schema");
   const opts = optionsFromForm();
   opts.dropAfter = (p.get("drop_after") || "").split(",").filter((s) => s !== "").map(Number);
   opts.cancelAfter = p.has("cancel_after") ? Number(p.get("cancel_after")) : null;

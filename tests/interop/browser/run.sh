@@ -5,6 +5,8 @@
 # dropped twice mid-way and resumed; then the Cancel button over SSE (DELETE)
 # and WebSocket (the cancel op). page_scenarios.mjs checks the ids the page
 # received (exactly 1..N) and its tokens against the emission log.
+# Then schema_check.mjs: the schema box (structured output) on the CPU
+# backend, the output validated by the page.
 # Then cors_check.mjs: a page from another origin calling the API with fetch()
 # (allowed by --allowed-origins, and refused for an origin not listed).
 # Needs build/tokenwire, node and chromium. Prints PASS/FAIL; exit 1 on FAIL.
@@ -21,6 +23,11 @@ node tests/interop/browser/page_scenarios.mjs --base "http://127.0.0.1:$TW_PORT"
   'transport=ws&max_tokens=20&logprobs=' \
   'transport=sse&max_tokens=200&drop_after=5&cancel_after=20' \
   'transport=ws&max_tokens=200&drop_after=5&cancel_after=20'
+
+# The schema box (structured output) against the CPU backend (random tiny
+# GPT-2): the page sends guided_json and checks the text itself.
+tw_start schema --backend cpu --threads 1
+node tests/interop/browser/schema_check.mjs --base "http://127.0.0.1:$TW_PORT"
 
 # CORS (--allowed-origins): a page from another origin calls /v1/completions
 # with fetch() and an API key; a third origin is refused by Chromium.
