@@ -371,9 +371,8 @@ void AppendUtf8(uint32_t cp, std::string* out) {
   out->append(reinterpret_cast<const char*>(b), n);
 }
 
-Element CodepointClass(Grammar* g, std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated,
-                       std::string_view hint) {
-  // Normalise: clamp, sort, merge; then complement if negated.
+std::vector<std::pair<uint32_t, uint32_t>> NormalizeCodepoints(std::vector<std::pair<uint32_t, uint32_t>> ranges,
+                                                              bool negated) {
   for (auto& [lo, hi] : ranges) {
     if (lo > hi) std::swap(lo, hi);
     hi = std::min(hi, kMaxCodepoint);
@@ -398,6 +397,21 @@ Element CodepointClass(Grammar* g, std::vector<std::pair<uint32_t, uint32_t>> ra
     if (next <= kMaxCodepoint) comp.push_back({next, kMaxCodepoint});
     merged = std::move(comp);
   }
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (const auto& [lo, hi] : merged) {
+    if (hi < 0xD800 || lo > 0xDFFF) {
+      out.push_back({lo, hi});
+      continue;
+    }
+    if (lo < 0xD800) out.push_back({lo, 0xD7FF});
+    if (hi > 0xDFFF) out.push_back({0xE000, hi});
+  }
+  return out;
+}
+
+Element CodepointClass(Grammar* g, std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated,
+                       std::string_view hint) {
+  const std::vector<std::pair<uint32_t, uint32_t>> merged = NormalizeCodepoints(std::move(ranges), negated);
   std::vector<ByteRanges> seqs;
   for (const auto& [lo, hi] : merged) Utf8Sequences(lo, hi, &seqs);
   ByteSet ascii;

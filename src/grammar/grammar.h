@@ -139,6 +139,13 @@ Status Check(const Grammar& g);
 // Appends the bytes of `text`, one element each.
 void AppendLiteral(std::string_view text, Sequence* seq);
 
+// `ranges` (inclusive [lo, hi] pairs of code points, in any order,
+// overlapping allowed; a reversed pair is swapped, anything past U+10FFFF
+// dropped) sorted and merged, the complement within U+0000..U+10FFFF when
+// `negated`, surrogates D800-DFFF removed. Empty: no code point.
+std::vector<std::pair<uint32_t, uint32_t>> NormalizeCodepoints(std::vector<std::pair<uint32_t, uint32_t>> ranges,
+                                                              bool negated);
+
 // One code point from `ranges` (inclusive [lo, hi] pairs of Unicode scalar
 // values, in any order, overlapping allowed), or, when `negated`, one code
 // point from outside them (surrogates D800-DFFF are never matched). The

@@ -72,37 +72,7 @@ int DecodeUtf8(std::string_view text, size_t i, uint32_t* cp) {
 
 // Sorted and merged, surrogates removed; the complement (within U+0000 to
 // U+10FFFF) when `negate`. Empty when the set matches no code point.
-Ranges Normalize(Ranges ranges, bool negate) {
-  std::sort(ranges.begin(), ranges.end());
-  Ranges merged;
-  for (const auto& [lo, hi] : ranges) {
-    if (!merged.empty() && lo <= merged.back().second + 1) {
-      merged.back().second = std::max(merged.back().second, hi);
-    } else {
-      merged.push_back({lo, hi});
-    }
-  }
-  if (negate) {
-    Ranges complement;
-    uint32_t next = 0;
-    for (const auto& [lo, hi] : merged) {
-      if (lo > next) complement.push_back({next, lo - 1});
-      next = hi + 1;
-    }
-    if (next <= kMaxCodepoint) complement.push_back({next, kMaxCodepoint});
-    merged = std::move(complement);
-  }
-  Ranges out;
-  for (const auto& [lo, hi] : merged) {
-    if (hi < 0xD800 || lo > 0xDFFF) {
-      out.push_back({lo, hi});
-      continue;
-    }
-    if (lo < 0xD800) out.push_back({lo, 0xD7FF});
-    if (hi > 0xDFFF) out.push_back({0xE000, hi});
-  }
-  return out;
-}
+Ranges Normalize(Ranges ranges, bool negate) { return NormalizeCodepoints(std::move(ranges), negate); }
 
 // \d \w \s and their complements \D \W \S (ASCII meanings).
 Ranges ShorthandClass(char c) {
