@@ -6,9 +6,12 @@
 #   make bench BENCH=full      full-size streams scenarios + HTTP + CPU model + engine
 #   make bench BENCH=cpu       only the CPU model bench (quick), then render
 #   make bench BENCH=engine    only the engine bench (quick), then render
-#   make bench BENCH=streams,http,cpu,engine,full   any comma-separated selection
-#                              (naming any of streams/http/cpu/engine runs only those)
-# The CPU model and engine benches take minutes, so the default leaves them out.
+#   make bench BENCH=grammar   only structured output's bench (bench/grammar: the
+#                              matcher on 50 real-world schemas, the decode cost)
+#   make bench BENCH=streams,http,cpu,engine,grammar,full   any comma-separated selection
+#                              (naming any of streams/http/cpu/engine/grammar runs only those)
+# The CPU model, engine and grammar benches take minutes, so the default leaves
+# them out.
 # The streams scenarios end with chaos, a soak of mixed clients against the
 # CPU backend: 60 s quick, 10 minutes with full.
 #
@@ -21,12 +24,13 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-quick}
 has() { [[ ",$BENCH," == *",$1,"* ]]; }
 FULL=""; has full && FULL=1
-if has streams || has http || has cpu || has engine; then
+if has streams || has http || has cpu || has engine || has grammar; then
   RUN_STREAMS=$(has streams && echo 1 || true); RUN_HTTP=$(has http && echo 1 || true)
   RUN_CPU=$(has cpu && echo 1 || true); RUN_ENGINE=$(has engine && echo 1 || true)
+  RUN_GRAMMAR=$(has grammar && echo 1 || true)
 else
-  RUN_STREAMS=1; RUN_HTTP=1; RUN_CPU=""; RUN_ENGINE=""
-  [ -n "$FULL" ] && RUN_CPU=1 && RUN_ENGINE=1
+  RUN_STREAMS=1; RUN_HTTP=1; RUN_CPU=""; RUN_ENGINE=""; RUN_GRAMMAR=""
+  [ -n "$FULL" ] && RUN_CPU=1 && RUN_ENGINE=1 && RUN_GRAMMAR=1
 fi
 
 make -s -j2 build/tokenwire build/bench/loadgen build/bench/ws_loadgen build/bench/render
@@ -58,6 +62,10 @@ if [ -n "$RUN_ENGINE" ]; then
   else
     echo "skipped: bench/engine/run.sh is not in this checkout"
   fi
+fi
+if [ -n "$RUN_GRAMMAR" ]; then
+  echo "== structured output bench (bench/grammar/run.sh)"
+  bash bench/grammar/run.sh ${FULL:+--full} || status=1
 fi
 build/bench/render --results bench/results --out RESULTS.md || status=1
 echo "make bench: $(( $(date +%s) - START )) s; RESULTS.md rewritten from bench/results/"

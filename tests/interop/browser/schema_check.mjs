@@ -4,7 +4,8 @@
 // validator (page.js, independent of the server's grammar) says whether the
 // text is JSON valid under it. Checked: the run ends "done" with finish
 // reason "stop" (the grammar completed), schema_valid is true, and the page
-// shows the verdict.
+// shows the verdict; a constrained stream dropped mid-way resumes like any
+// other (ids contiguous, one drop, the same valid text).
 //
 //   node schema_check.mjs --base http://127.0.0.1:PORT
 //
@@ -22,17 +23,20 @@ if (!base || args.indexOf("--base") < 0) {
 // max_tokens: whitespace between JSON tokens is bounded, strings by maxLength.
 const scenarios = [
   {transport: "sse", schema: {type: "object", properties: {ok: {type: "boolean"}}, required: ["ok"]}},
+  {transport: "sse", drop_after: "3", schema: {type: "object", properties: {ok: {type: "boolean"}}, required: ["ok"]}},
   {transport: "ws", schema: {type: "object", properties: {n: {type: "integer", minimum: 1, maximum: 5},
                                                           c: {enum: ["red", "green"]}}, required: ["n", "c"]}},
 ];
 
 const browser = await Browser.launch();
 let failed = 0;
+const textOf = new Map();  // schema -> the text of its first run (same seed: the same text)
 try {
   for (const s of scenarios) {
     const params = new URLSearchParams({transport: s.transport, max_tokens: "96", seed: "1", logprobs: "",
                                         prompt: "A record:", schema: JSON.stringify(s.schema), autorun: "1"});
-    const name = `page schema over ${s.transport}`;
+    if (s.drop_after) params.set("drop_after", s.drop_after);
+    const name = `page schema over ${s.transport}${s.drop_after ? `, dropped after ${s.drop_after} and resumed` : ""}`;
     const p = [];
     try {
       const page = await browser.open(`${base}/?${params}`);
@@ -45,6 +49,13 @@ try {
       }
       if (result.schema_valid !== true) p.push(`schema_valid ${result.schema_valid}: ${shown} (${JSON.stringify(result.text)})`);
       if (shown !== "the output is JSON valid under the schema") p.push(`the page shows "${shown}"`);
+      if (!result.contiguous) p.push(`ids not contiguous: ${JSON.stringify(result.ids)}`);
+      if (result.drops !== (s.drop_after ? 1 : 0)) p.push(`${result.drops} drops`);
+      const key = JSON.stringify(s.schema);
+      if (textOf.has(key) && textOf.get(key) !== result.text) {
+        p.push(`text ${JSON.stringify(result.text)} differs from the same seed's ${JSON.stringify(textOf.get(key))}`);
+      }
+      if (!textOf.has(key)) textOf.set(key, result.text);
       console.log(p.length ? `FAIL ${name}: ${p.join("; ")}` : `PASS ${name}: ${JSON.stringify(result.text)}`);
     } catch (e) {
       p.push(String(e));
