@@ -74,6 +74,7 @@ std::shared_ptr<const grammar::Vocabulary> VocabularyOf(const tokenizer::Tokeniz
 struct Args {
   std::string out, schemas = "tests/data/grammar/schemas", model, command, mode = "quick";
   int walks = 20, steps = 128, rounds = 3, threads = 2;
+  int warmup_ms = grammar::CompilerOptions().warmup_ms;
 };
 
 struct MatcherResult {
@@ -94,6 +95,7 @@ MatcherResult MeasureMatcher(const Args& a, std::shared_ptr<const grammar::Vocab
     grammar::CompilerOptions o;
     o.cache_entries = 0;
     o.max_compile_ms = 60000;
+    o.warmup_ms = a.warmup_ms;
     grammar::Compiler compiler(vocab, o);
     grammar::GrammarSpec spec;
     spec.kind = grammar::GrammarKind::kJsonSchema;
@@ -203,6 +205,7 @@ int main(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::atoi(next().c_str());
     else if (k == "--command") a.command = next();
     else if (k == "--mode") a.mode = next();
+    else if (k == "--warmup-ms") a.warmup_ms = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;

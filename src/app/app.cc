@@ -174,6 +174,7 @@ Status App::Init(bool watch_signals) {
     go.max_source_bytes = static_cast<size_t>(config_.grammar_max_bytes);
     go.grammar.max_elements = static_cast<int>(config_.grammar_max_elements);
     go.max_compile_ms = static_cast<int>(config_.grammar_max_compile_ms);
+    go.warmup_ms = static_cast<int>(config_.grammar_warmup_ms);
     go.cache_entries = static_cast<int>(config_.grammar_cache_entries);
     go.matcher.max_states = static_cast<int>(config_.grammar_max_states);
     go.matcher.max_cached_masks = static_cast<int>(config_.grammar_cached_masks);

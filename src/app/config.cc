@@ -68,6 +68,9 @@ const IntFlag kIntFlags[] = {
      "structured output: elements of a compiled grammar (400 beyond; x{1000} is 1000)"},
     {"--grammar-max-compile-ms", &Config::grammar_max_compile_ms, 1, 600000,
      "structured output: time to compile a grammar and its first mask, on a prep thread (400 beyond)"},
+    {"--grammar-warmup-ms", &Config::grammar_warmup_ms, 0, 600000,
+     "structured output: after a grammar's first mask, its prep thread builds the tables the next tokens will likely "
+     "need for this long (0 = none)"},
     {"--grammar-cache-entries", &Config::grammar_cache_entries, 0, 65536,
      "structured output: compiled grammars kept for reuse, least recently used out (0 = none)"},
     {"--grammar-max-states", &Config::grammar_max_states, 16, 1 << 22,

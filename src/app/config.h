@@ -74,6 +74,7 @@ struct Config {
   int64_t grammar_max_bytes = 65536;      // --grammar-max-bytes: a schema, pattern, grammar or choice list
   int64_t grammar_max_elements = 200000;  // --grammar-max-elements: the compiled grammar's size
   int64_t grammar_max_compile_ms = 2000;  // --grammar-max-compile-ms
+  int64_t grammar_warmup_ms = 0;          // --grammar-warmup-ms: tables built ahead after the first mask
   int64_t grammar_cache_entries = 16;     // --grammar-cache-entries: compiled grammars kept
   int64_t grammar_max_states = 65536;     // --grammar-max-states: matcher states of one compiled grammar
   int64_t grammar_cached_masks = 256;     // --grammar-cached-masks: token masks kept per compiled grammar

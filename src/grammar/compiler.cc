@@ -102,6 +102,12 @@ Status Compiler::CompileUncached(const GrammarSpec& spec, std::shared_ptr<TokenG
   std::vector<uint64_t> mask(static_cast<size_t>(vocab_->mask_words()));
   if (st = tg->FillMask(tg->initial_state(), mask.data()); !st.ok()) return st;
   if (st = in_time("the first mask"); !st.ok()) return st;
+  if (options_.warmup_ms > 0) {
+    // A breadth-first walk of the first few hundred states; bounded by its
+    // own time, whatever the compile bound leaves.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(options_.warmup_ms);
+    if (st = tg->Warm(deadline, 512); !st.ok()) return st;
+  }
   *out = std::move(tg);
   return Status::Ok();
 }

@@ -8,7 +8,8 @@
 // each phase: the front end, the flattening, the first mask). A compile that
 // passes a bound fails with a message naming the flag. The first mask (the
 // allowed tokens before any output) is computed here, off the engine thread,
-// so a request's time to first mask is spent while it is prepared.
+// so a request's time to first mask is spent while it is prepared; then, for
+// warmup_ms, the tables the next tokens will likely need (TokenGrammar::Warm).
 //
 // The cache holds up to cache_entries compiled grammars, least recently used
 // first out; a hit is shared (the TokenGrammar's lazily built matcher states
@@ -55,6 +56,11 @@ struct CompilerOptions {
   JsonSchemaOptions json;         // --json-max-whitespace
   size_t max_source_bytes = 64 << 10;  // --grammar-max-bytes: a schema, pattern, grammar or all choices
   int max_compile_ms = 2000;      // --grammar-max-compile-ms
+  // After the first mask, the compile goes on building the tables the next
+  // tokens are likely to need (TokenGrammar::Warm) for this long
+  // (--grammar-warmup-ms; 0: none): time to first mask traded for the
+  // tail of the time between masks.
+  int warmup_ms = 0;
   int cache_entries = 16;         // --grammar-cache-entries (0: no cache)
 };
 

@@ -506,6 +506,27 @@ Status TokenGrammar::FillMask(int32_t state, uint64_t* mask) {
   return Status::Ok();
 }
 
+Status TokenGrammar::Warm(std::chrono::steady_clock::time_point deadline, int max_states) {
+  MutexLock lock(mu_);
+  std::vector<int32_t> queue{initial_};
+  std::unordered_map<int32_t, char> seen{{initial_, 1}};
+  for (size_t q = 0; q < queue.size(); ++q) {
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    const int32_t state = queue[q];
+    for (int32_t i = 0; i < states_[state].count; ++i) {
+      const PosTable* t;
+      if (Status st = TableFor(stacks_[states_[state].first + i], &t); !st.ok()) return st;
+      if (std::chrono::steady_clock::now() >= deadline) return Status::Ok();
+    }
+    for (int b = 0; b < 256 && static_cast<int>(queue.size()) < max_states; ++b) {
+      int32_t next;
+      if (Status st = StepLocked(state, static_cast<uint8_t>(b), &next); !st.ok()) return st;
+      if (next >= 0 && seen.emplace(next, 1).second) queue.push_back(next);
+    }
+  }
+  return Status::Ok();
+}
+
 MatcherStats TokenGrammar::stats() {
   MutexLock lock(mu_);
   MatcherStats s = stats_;

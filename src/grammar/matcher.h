@@ -37,6 +37,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -133,6 +134,14 @@ class TokenGrammar {
   // The same mask by the plain trie walk along the DFA (no position
   // tables, no cache): the tests' cross-check of FillMask.
   Status WalkMask(int32_t state, uint64_t* mask);
+
+  // Builds ahead what the first tokens of most outputs will need: the
+  // states reachable from the start byte by byte (breadth first, at most
+  // `max_states` of them) and the tables of their stacks' top frames --
+  // a string's content, a number's digits, the whitespace -- until
+  // `deadline`. The compiler calls it on the prep thread, so that those
+  // tables' trie walks are not paid between two tokens.
+  Status Warm(std::chrono::steady_clock::time_point deadline, int max_states);
 
   MatcherStats stats();
 
