@@ -38,6 +38,7 @@
 #include "lib/result.h"
 #include <thread>
 #include "model/serving_model.h"
+#include "service/structured_output.h"
 #include "stream/stream.h"
 #include "tokenizer/tokenizer.h"
 
@@ -60,15 +61,6 @@ std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-std::shared_ptr<const grammar::Vocabulary> VocabularyOf(const tokenizer::Tokenizer& tok, int vocab) {
-  std::vector<std::string> bytes(static_cast<size_t>(vocab));
-  const int32_t eos = tok.end_of_text_id();
-  for (int id = 0; id < vocab && id < static_cast<int>(tok.vocab_size()); ++id) {
-    if (id != eos) bytes[static_cast<size_t>(id)] = std::string(tok.TokenBytes(id));
-  }
-  return std::make_shared<const grammar::Vocabulary>(std::move(bytes), eos);
 }
 
 struct Args {
@@ -223,7 +215,7 @@ int main(int argc, char** argv) {
   }
   tokenizer::Tokenizer tok;
   if (!tokenizer::Tokenizer::LoadEmbedded(&tok).ok()) return 1;
-  auto vocab = VocabularyOf(tok, sm.model->config().vocab_size);
+  auto vocab = service::GrammarVocabulary(tok, sm.model->config().vocab_size);
 
   const std::string load_start = bench::LoadAvg();
   // The table: one row per measure (columns as `columns` below).

@@ -15,6 +15,7 @@
 #include "json/error_json.h"
 #include "json/json.h"
 #include "openai/openai_response.h"
+#include "service/structured_output.h"
 #include "web/assets.h"  // GET /: the teaching page (src/web)
 
 namespace tw::app {
@@ -161,15 +162,10 @@ Status App::Init(bool watch_signals) {
   bounds.max_logit_bias = static_cast<size_t>(config_.max_logit_bias);
   bounds.max_stop_token_ids = static_cast<size_t>(config_.max_stop_token_ids);
   bounds.strict_request_fields = config_.strict_request_fields;
-  // Structured output over the model's ids: the tokenizer's bytes, none for
-  // end-of-text and for ids past the tokenizer (a padded vocabulary).
+  // Structured output over the model's ids (a padded vocabulary's extra ids
+  // and end-of-text have no bytes).
   {
     const int vocab = backend_info_.vocab_size > 0 ? backend_info_.vocab_size : bounds.vocab_size;
-    std::vector<std::string> token_bytes(static_cast<size_t>(vocab));
-    const int32_t eos = tokenizer_.end_of_text_id();
-    for (int id = 0; id < vocab && id < static_cast<int>(tokenizer_.vocab_size()); id++) {
-      if (id != eos) token_bytes[static_cast<size_t>(id)] = std::string(tokenizer_.TokenBytes(id));
-    }
     grammar::CompilerOptions go;
     go.max_source_bytes = static_cast<size_t>(config_.grammar_max_bytes);
     go.grammar.max_elements = static_cast<int>(config_.grammar_max_elements);
@@ -179,8 +175,7 @@ Status App::Init(bool watch_signals) {
     go.matcher.max_states = static_cast<int>(config_.grammar_max_states);
     go.matcher.max_cached_masks = static_cast<int>(config_.grammar_cached_masks);
     go.json.max_whitespace = static_cast<int>(config_.json_max_whitespace);
-    grammars_ = std::make_unique<grammar::Compiler>(
-        std::make_shared<const grammar::Vocabulary>(std::move(token_bytes), eos), go);
+    grammars_ = std::make_unique<grammar::Compiler>(service::GrammarVocabulary(tokenizer_, vocab), go);
     bounds.grammars = grammars_.get();
   }
   openai_ = std::make_unique<openai::OpenAiEndpoints>(

@@ -70,7 +70,7 @@ inline void ApplyTokenMask(float* logits, int vocab, const uint64_t* mask) {
     if (bits == ~uint64_t{0}) continue;
     const int end = vocab < (w + 1) * 64 ? vocab : (w + 1) * 64;
     for (int id = w * 64; id < end; ++id) {
-      if (!((bits >> (id & 63)) & 1)) logits[id] = -std::numeric_limits<float>::infinity();
+      if (!TokenAllowed(mask, id)) logits[id] = -std::numeric_limits<float>::infinity();
     }
   }
 }

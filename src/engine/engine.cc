@@ -134,7 +134,6 @@ Status Engine::Create(std::unique_ptr<ModelRunner> runner, const tokenizer::Toke
   e->pool_ = std::make_unique<BlockPool>(o.num_kv_blocks, o.block_size_tokens, o.prefix_cache);
   e->sampled_.assign(static_cast<size_t>(o.max_batch), SampledToken{});
   e->mask_words_ = (e->shape_.vocab_size + 63) / 64;
-  e->scratch_.masks.assign(static_cast<size_t>(o.max_batch) * static_cast<size_t>(e->mask_words_), 0);
   StepScratch& sc = e->scratch_;
   sc.rows.reserve(o.max_batch);
   sc.chunks.reserve(o.max_batch);
@@ -782,9 +781,12 @@ void Engine::RunRows(Sequence** rows, int* n, int count, int decodes) {
   for (int i = 0; i < count; i++) {
     Sequence& s = *rows[i];
     const bool draws = i < decodes || s.cached + n[i] >= s.prompt_len;
-    if (draws && s.matcher.active() &&
-        !MaskOf(s, scratch_.masks.data() + static_cast<size_t>(kept) * static_cast<size_t>(mask_words_))) {
-      continue;
+    if (draws && s.matcher.active()) {
+      // max_batch masks, allocated the first time a grammar is used.
+      if (scratch_.masks.empty()) {
+        scratch_.masks.assign(static_cast<size_t>(options_.max_batch) * static_cast<size_t>(mask_words_), 0);
+      }
+      if (!MaskOf(s, scratch_.masks.data() + static_cast<size_t>(kept) * static_cast<size_t>(mask_words_))) continue;
     }
     rows[kept] = rows[i];
     n[kept] = n[i];

@@ -420,7 +420,8 @@ class Engine : public backend::Backend {
     std::vector<Sequence*> grow;         // Grow: the decode rows by priority, then admission
     std::vector<SeqView> views;          // the runner's view of each row
     // Structured output: row i's allowed-token mask at masks[i * mask_words]
-    // (max_batch rows of ModelShape::vocab_size bits; 6.3 KB a row for GPT-2).
+    // (max_batch rows of ModelShape::vocab_size bits, 6.3 KB a row for GPT-2;
+    // allocated by the first step with a grammar row).
     std::vector<uint64_t> masks;
   } scratch_;
   int mask_words_ = 0;  // (vocab_size + 63) / 64

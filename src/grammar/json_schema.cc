@@ -360,6 +360,18 @@ class SchemaCompiler {
     return Element::Ref(integer_);
   }
 
+  // Alternatives of one element each: none (the schema matches nothing),
+  // the one, or a group of them.
+  void OneOfAlternatives(std::vector<Sequence> alts, std::string_view name, Result* out) {
+    if (alts.empty()) {
+      out->nothing = true;
+    } else if (alts.size() == 1) {
+      out->elem = alts[0][0];
+    } else {
+      out->elem = Group(g_, std::move(alts), name);
+    }
+  }
+
   Element Literal(std::string_view text, std::string_view name) {
     Sequence s;
     AppendLiteral(text, &s);
@@ -570,13 +582,7 @@ class SchemaCompiler {
       if (Status s = Compile(list.items()[i], Child(Child(ptr, keyword), i), mask, depth + 1, &r); !s.ok()) return s;
       if (!r.nothing) alts.push_back({r.elem});
     }
-    if (alts.empty()) {
-      out->nothing = true;
-    } else if (alts.size() == 1) {
-      out->elem = alts[0][0];
-    } else {
-      out->elem = Group(g_, std::move(alts), keyword);
-    }
+    OneOfAlternatives(std::move(alts), keyword, out);
     return Status::Ok();
   }
 
@@ -679,13 +685,7 @@ class SchemaCompiler {
       if (Status st = IntegerSchema(s, ptr, &r); !st.ok()) return st;
       if (!r.nothing) alts.push_back({r.elem});
     }
-    if (alts.empty()) {
-      out->nothing = true;
-    } else if (alts.size() == 1) {
-      out->elem = alts[0][0];
-    } else {
-      out->elem = Group(g_, std::move(alts), "types");
-    }
+    OneOfAlternatives(std::move(alts), "types", out);
     return Status::Ok();
   }
 

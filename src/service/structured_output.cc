@@ -3,6 +3,8 @@
 #include <string>
 
 #include "grammar/compiler.h"
+#include "grammar/matcher.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tw::service {
 
@@ -125,6 +127,15 @@ bool StructuredOutputsSpec(const json::Value& v, grammar::GrammarSpec* spec, Api
 }
 
 }  // namespace
+
+std::shared_ptr<const grammar::Vocabulary> GrammarVocabulary(const tokenizer::Tokenizer& tok, int vocab_size) {
+  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
+  const int32_t eos = tok.end_of_text_id();
+  for (int id = 0; id < vocab_size && id < static_cast<int>(tok.vocab_size()); ++id) {
+    if (id != eos) bytes[static_cast<size_t>(id)] = std::string(tok.TokenBytes(id));
+  }
+  return std::make_shared<const grammar::Vocabulary>(std::move(bytes), eos);
+}
 
 FieldRead ReadStructuredField(std::string_view key, const json::Value& val, const RequestBounds& bounds,
                               backend::GenerationRequest* out, ApiError* err) {

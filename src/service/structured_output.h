@@ -23,6 +23,7 @@
 // Threads: pure functions but for the compiler's cache (thread-safe).
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 #include "backend/backend.h"
@@ -31,7 +32,19 @@
 #include "service/generation_request.h"
 #include "service/request_fields.h"
 
+namespace tw::tokenizer {
+class Tokenizer;
+}
+namespace tw::grammar {
+class Vocabulary;
+}
+
 namespace tw::service {
+
+// `tok`'s tokens as a model of `vocab_size` ids sees them, for the grammar
+// matcher: each id's bytes, none for end-of-text and for ids past the
+// tokenizer (a padded vocabulary). Built once per served model.
+std::shared_ptr<const grammar::Vocabulary> GrammarVocabulary(const tokenizer::Tokenizer& tok, int vocab_size);
 
 // One member of a request body, if it is a structured-output field.
 FieldRead ReadStructuredField(std::string_view key, const json::Value& val, const RequestBounds& bounds,

@@ -1,5 +1,7 @@
 #include "support/grammars.h"
 
+#include "service/structured_output.h"
+
 #include <cstdlib>
 #include <cstdio>
 
@@ -7,12 +9,7 @@
 namespace tw::grammar::testing {
 
 std::shared_ptr<const Vocabulary> VocabularyOf(const tokenizer::Tokenizer& tok, int vocab_size) {
-  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
-  const int32_t eos = tok.end_of_text_id();
-  for (int id = 0; id < vocab_size && id < static_cast<int>(tok.vocab_size()); ++id) {
-    if (id != eos) bytes[static_cast<size_t>(id)] = std::string(tok.TokenBytes(id));
-  }
-  return std::make_shared<const Vocabulary>(std::move(bytes), eos);
+  return service::GrammarVocabulary(tok, vocab_size);
 }
 
 std::shared_ptr<const Vocabulary> Gpt2Vocabulary() {
