@@ -162,6 +162,17 @@ inline bool StepGated(stream::Stream& s) {
   s.SetDeliveredThrough(head);
   return WaitFor([&] { return s.head_seq() > head || s.finished(); });
 }
+// StepGated, then waits until the engine publishes the end of a step (its
+// step counter passes what it was before): by then every event of that step
+// is appended, other streams' too. StepGated alone returns at the gated
+// stream's event, and a decode row's event comes before the same step's
+// prompt chunks' (the rows run decodes first): a test that counts steps
+// until another stream's token needs the whole step. (The counter read
+// before is exact when the previous step was waited for the same way.)
+inline bool StepGatedWhole(const engine::Engine& e, stream::Stream& s) {
+  const uint64_t before = e.stats().steps;
+  return StepGated(s) && WaitFor([&] { return e.stats().steps > before; });
+}
 // Opens a gated stream's gate for good (its reader takes whatever comes).
 inline void OpenGate(stream::Stream& s) { s.SetDeliveredThrough(UINT64_MAX); }
 
