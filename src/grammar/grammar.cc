@@ -506,6 +506,10 @@ Element Repeat(Grammar* g, const Sequence& body, int min, int max, std::string_v
     return Group(g, {{}}, hint);
   }
   const int rule = g->AddRule(hint);
+  Grammar::Counted counted;
+  counted.rule = rule;
+  counted.min = min;
+  counted.unit_size = static_cast<int32_t>(unit.size());
   Sequence seq;
   for (int i = 0; i < min; ++i) seq.insert(seq.end(), unit.begin(), unit.end());
   if (max == kUnbounded) {
@@ -526,10 +530,12 @@ Element Repeat(Grammar* g, const Sequence& body, int min, int max, std::string_v
       g->AddAlt(opt, std::move(more));
       g->AddAlt(opt, {});
       inner = opt;
+      counted.opts.push_back(opt);
     }
     seq.push_back(Element::Ref(inner));
   }
   g->AddAlt(rule, std::move(seq));
+  if (min > 1 || counted.opts.size() > 1) g->counted.push_back(std::move(counted));
   return Element::Ref(rule);
 }
 

@@ -124,6 +124,19 @@ class Grammar {
   int root = -1;
   // Set by the builders when a limit was passed (Check reports it).
   std::string overflow;
+  // The bounded repetitions Repeat built, for the matcher: counts of a unit
+  // that no token is long enough to tell apart share one table there
+  // (matcher.h). `rule` holds `min` copies of the `unit_size`-element unit,
+  // then a reference to opts.back() (or to the unbounded tail, or nothing);
+  // opts[k - 1] is "up to k more": (unit opts[k - 2] | ""). A hint only:
+  // the matcher checks the rules still have that shape before using one.
+  struct Counted {
+    int32_t rule = -1;
+    int32_t min = 0;
+    int32_t unit_size = 1;
+    std::vector<int32_t> opts;
+  };
+  std::vector<Counted> counted;
   GrammarLimits limits;
 
  private:

@@ -59,6 +59,7 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, int32_t eos)
     for (size_t d = common; d < b.size(); ++d) {
       TrieNode n;
       n.byte = static_cast<uint8_t>(b[d]);
+      n.subtree_first = static_cast<int32_t>(tokens_.size());  // this token is the subtree's first
       path.push_back(static_cast<int32_t>(trie_.size()));
       trie_.push_back(n);
     }
@@ -73,6 +74,43 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, int32_t eos)
   }
   close_to(0);
   trie_[0].end = static_cast<int32_t>(trie_.size());
+  // The bytes under each node, children before parents (reverse preorder);
+  // kept for the large subtrees only.
+  std::vector<ByteSet> under(trie_.size());
+  for (int32_t i = static_cast<int32_t>(trie_.size()) - 1; i >= 0; --i) {
+    for (int32_t c = i + 1; c < trie_[i].end; c = trie_[c].end) {
+      under[i].Add(trie_[c].byte);
+      under[i].AddAll(under[c]);
+    }
+    if (trie_[i].end - i >= kBelowMin) {
+      trie_[i].below = static_cast<int32_t>(below_.size());
+      below_.push_back(under[i]);
+    }
+  }
+}
+
+int Vocabulary::PrefixHorizon(const ByteSet& alphabet, int max_longer) const {
+  MutexLock lock(horizons_mu_);
+  for (const Horizon& x : horizons_) {
+    if (x.alphabet == alphabet && x.max_longer == max_longer) return x.h;
+  }
+  // at_least[d]: the tokens whose prefix within the alphabet is d bytes or
+  // longer -- those at or below the alphabet's trie paths of depth d.
+  std::vector<int64_t> at_least(static_cast<size_t>(max_token_bytes_) + 2, 0);
+  std::vector<std::pair<int32_t, int32_t>> todo{{0, 0}};  // (node, depth)
+  while (!todo.empty()) {
+    const auto [n, d] = todo.back();
+    todo.pop_back();
+    at_least[d] += TokensFrom(trie_[n].end) - trie_[n].subtree_first;
+    for (int32_t k = n + 1; k < trie_[n].end; k = trie_[k].end) {
+      if (alphabet.Has(trie_[k].byte)) todo.push_back({k, d + 1});
+    }
+  }
+  int h = 0;
+  while (at_least[h + 1] > max_longer) ++h;
+  if (horizons_.size() >= kHorizonsKept) horizons_.erase(horizons_.begin());  // (any client may send new alphabets)
+  horizons_.push_back({alphabet, max_longer, h});
+  return h;
 }
 
 // ---- TokenGrammar: compiling ----------------------------------------------------
@@ -114,6 +152,7 @@ Status TokenGrammar::Compile(const Grammar& g, std::shared_ptr<const Vocabulary>
     }
   }
   MutexLock lock(tg->mu_);
+  for (const Grammar::Counted& c : g.counted) tg->AddChain(g, c);
   tg->follow_.resize(g.rules.size());
   tg->follow_done_.assign(g.rules.size(), 0);
   tg->scratch_nodes_.clear();
@@ -124,6 +163,115 @@ Status TokenGrammar::Compile(const Grammar& g, std::shared_ptr<const Vocabulary>
   }
   if (Status st = tg->Intern(&tg->initial_); !st.ok()) return st;
   *out = std::move(tg);
+  return Status::Ok();
+}
+
+void TokenGrammar::AddChain(const Grammar& g, const Grammar::Counted& c) {
+  const auto rule_ok = [&](int32_t r) { return r >= 0 && r < static_cast<int32_t>(g.rules.size()); };
+  const auto same = [](const Element& a, const Element& b) {
+    return a.kind == b.kind && (a.kind == Element::kRule ? a.rule == b.rule : a.bytes == b.bytes);
+  };
+  if (!rule_ok(c.rule) || c.unit_size < 1 || c.min < 0 || g.rules[c.rule].alts.size() != 1) return;
+  const Sequence& seq = g.rules[c.rule].alts[0];
+  const size_t u = static_cast<size_t>(c.unit_size);
+  const size_t required = static_cast<size_t>(c.min) * u;
+  if (seq.size() < required || seq.size() > required + 1) return;
+  for (int32_t r : c.opts) {
+    if (!rule_ok(r)) return;
+  }
+  Sequence unit;
+  if (c.min > 0) {
+    unit.assign(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(u));
+  } else if (!c.opts.empty() && !g.rules[c.opts[0]].alts.empty() && g.rules[c.opts[0]].alts[0].size() == u) {
+    unit = g.rules[c.opts[0]].alts[0];
+  } else {
+    return;
+  }
+  // The shape Repeat built: min copies of the unit, then opts.back();
+  // opts[k] = (unit opts[k - 1] | "").
+  for (size_t i = 0; i < required; ++i) {
+    if (!same(seq[i], unit[i % u])) return;
+  }
+  if (!c.opts.empty()) {
+    if (seq.size() != required + 1 || seq[required].kind != Element::kRule || seq[required].rule != c.opts.back()) return;
+  }
+  for (size_t k = 0; k < c.opts.size(); ++k) {
+    const Rule& r = g.rules[c.opts[k]];
+    if (r.alts.size() != 2 || !r.alts[1].empty() || r.alts[0].size() != u + (k > 0 ? 1 : 0)) return;
+    for (size_t j = 0; j < u; ++j) {
+      if (!same(r.alts[0][j], unit[j])) return;
+    }
+    if (k > 0 && (r.alts[0][u].kind != Element::kRule || r.alts[0][u].rule != c.opts[k - 1])) return;
+  }
+  Chain ch;
+  ch.rule = c.rule;
+  ch.min = c.min;
+  ch.unit_size = c.unit_size;
+  ch.opts = c.opts;
+  // The alphabet: every byte set the unit reaches through its references.
+  std::vector<char> seen(g.rules.size(), 0);
+  std::vector<const Sequence*> todo{&unit};
+  while (!todo.empty()) {
+    const Sequence* sq = todo.back();
+    todo.pop_back();
+    for (const Element& e : *sq) {
+      if (e.kind == Element::kBytes) {
+        ch.alphabet.AddAll(e.bytes);
+      } else if (rule_ok(e.rule) && !seen[e.rule]) {
+        seen[e.rule] = 1;
+        for (const Sequence& alt : g.rules[e.rule].alts) todo.push_back(&alt);
+      }
+    }
+  }
+  const int32_t id = static_cast<int32_t>(chains_.size());
+  chains_.push_back(std::move(ch));
+  if (count_pos_.empty()) count_pos_.resize(prog_.size());
+  const int32_t start = rule_alts_[c.rule][0];
+  for (int32_t i = 0; i < c.min; ++i) {
+    for (int32_t j = 0; j < c.unit_size; ++j) count_pos_[start + i * c.unit_size + j] = {id, c.min - i, 0, j, false};
+  }
+  for (size_t k = 0; k < c.opts.size(); ++k) {
+    for (int32_t a = 0; a < 2; ++a) {
+      for (int32_t p = rule_alts_[c.opts[k]][a];; ++p) {
+        count_pos_[p] = {id, static_cast<int32_t>(k) + 1, a, p - rule_alts_[c.opts[k]][a], true};
+        if (prog_[p].kind == Pos::kEnd) break;
+      }
+    }
+  }
+}
+
+int32_t TokenGrammar::CanonicalPos(int32_t p, Horizon* hz) {
+  if (count_pos_.empty() || p < 0) return p;
+  const CountPos cp = count_pos_[p];
+  if (cp.chain < 0) return p;
+  Chain& ch = chains_[cp.chain];
+  if (ch.h < 0) ch.h = vocab_->PrefixHorizon(ch.alphabet, kHorizonUncertain);
+  if (cp.left <= ch.h) return p;
+  // Shared: this table answers for every count past h.
+  hz->h = hz->active ? std::min(hz->h, ch.h) : ch.h;
+  hz->active = true;
+  hz->alphabet.AddAll(ch.alphabet);
+  if (cp.left == ch.h + 1) return p;
+  if (cp.in_opts) return rule_alts_[ch.opts[ch.h]][cp.alt] + cp.offset;
+  return rule_alts_[ch.rule][0] + (ch.min - ch.h - 1) * ch.unit_size + cp.offset;
+}
+
+Status TokenGrammar::SubtreeStays(int32_t node, int32_t state, bool* stays) {
+  *stays = false;
+  const Vocabulary& v = *vocab_;
+  if (v.trie_[node].below < 0) return Status::Ok();
+  const ByteSet& under = v.below_[v.trie_[node].below];
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t bits = under.bits[w]; bits != 0; bits &= bits - 1) {
+      const uint8_t b = static_cast<uint8_t>(w * 64 + __builtin_ctzll(bits));
+      int32_t to = next_[static_cast<size_t>(state) * 256 + b];
+      if (to == kUnknown) {
+        if (Status st = StepLocked(state, b, &to); !st.ok()) return st;
+      }
+      if (to != state) return Status::Ok();
+    }
+  }
+  *stays = true;
   return Status::Ok();
 }
 
@@ -353,21 +501,28 @@ const std::vector<int32_t>& TokenGrammar::FollowOf(int32_t r) {
 }
 
 Status TokenGrammar::TableFor(int32_t node, const PosTable** out) {
-  // The stack's top frames, the deepest last; a stack no deeper than
-  // kTableDepth is its own key (its table is exact).
-  int32_t chain[kTableDepth];
+  // The stack's top frames, the deepest last, each at the position whose
+  // table answers for it (CanonicalPos); a stack no deeper than
+  // kTableDepth is its own key (its table is exact) unless a count in it
+  // shares a table.
+  int32_t pos[kTableDepth];
+  Horizon hz;
+  bool moved = false;
   int k = 0;
   int32_t x = node;
   while (k < kTableDepth && x >= 0) {
-    chain[k++] = x;
+    pos[k] = CanonicalPos(nodes_[x].pos, &hz);
+    moved |= pos[k] != nodes_[x].pos;
+    ++k;
     x = nodes_[x].parent;
   }
   int32_t top = node;
-  if (x >= 0) {
-    // The same frames on the unknown context of the deepest one's rule.
-    int32_t parent = InContext(rule_of_[nodes_[chain[k - 1]].pos]);
+  if (x >= 0 || moved) {
+    // The same frames on the unknown context of the deepest one's rule (or,
+    // for a whole stack, on the real bottom).
+    int32_t parent = x >= 0 ? InContext(rule_of_[pos[k - 1]]) : -1;
     for (int j = k - 1; j >= 0; --j) {
-      parent = NodeFor(nodes_[chain[j]].pos, parent);
+      parent = NodeFor(pos[j], parent);
       if (parent < 0) {
         return Status::Error("grammar: more than " + std::to_string(limits_.max_stack_nodes) +
                              " parse stack nodes (--grammar-max-states bounds the matcher)");
@@ -375,6 +530,7 @@ Status TokenGrammar::TableFor(int32_t node, const PosTable** out) {
     }
     top = parent;
   }
+  if (moved) ++stats_.tables_shared;
   PosTable& t = tables_[top];  // (an unordered_map's entries stay put)
   *out = &t;
   if (t.done) return Status::Ok();
@@ -388,15 +544,14 @@ Status TokenGrammar::TableFor(int32_t node, const PosTable** out) {
   struct Frame {
     int32_t node, child, state;
     bool uncertain;  // a continuation ended at a boundary above: the rest is the context's
+    int32_t run;     // (hz.active) the path's length within hz.alphabet so far, or -1 once it left it
   };
   std::vector<Frame> frames;
   frames.reserve(v.max_token_bytes_ + 2);
-  frames.push_back({0, 1, start, false});
-  auto all_uncertain = [&](int32_t from, int32_t end) {  // every token of trie nodes [from, end)
-    for (int32_t c = from; c < end; ++c) {
-      const Vocabulary::TrieNode& n = v.trie_[c];
-      for (int32_t k = 0; k < n.num_tokens; ++k) t.uncertain.push_back(v.tokens_[n.first_token + k]);
-    }
+  frames.push_back({0, 1, start, false, 0});
+  // Every token of trie nodes [from, end) (a preorder range: one run of tokens_).
+  auto all_uncertain = [&](int32_t from, int32_t end) {
+    t.uncertain.insert(t.uncertain.end(), v.tokens_.begin() + v.TokensFrom(from), v.tokens_.begin() + v.TokensFrom(end));
   };
   int64_t visited = 0;
   while (!frames.empty()) {
@@ -408,9 +563,18 @@ Status TokenGrammar::TableFor(int32_t node, const PosTable** out) {
     const int32_t c = f.child;
     const int32_t from = f.state;
     const bool inherited = f.uncertain;
+    const int32_t parent_run = f.run;
     f.child = v.trie_[c].end;
     const Vocabulary::TrieNode& n = v.trie_[c];
     ++visited;
+    int32_t run = -1;
+    if (hz.active) {
+      run = parent_run >= 0 && hz.alphabet.Has(n.byte) ? parent_run + 1 : -1;
+      if (run > hz.h) {  // a prefix past the horizon: the count left decides
+        all_uncertain(c, n.end);
+        continue;
+      }
+    }
     int32_t to = next_[static_cast<size_t>(from) * 256 + n.byte];
     if (to == kUnknown) {
       if (Status st = StepLocked(from, n.byte, &to); !st.ok()) return st;
@@ -419,19 +583,32 @@ Status TokenGrammar::TableFor(int32_t node, const PosTable** out) {
       if (inherited) all_uncertain(c, n.end);
       continue;
     }
-    const State& s = states_[to];
+    const State s = states_[to];  // (a copy: SubtreeStays may add states)
     const bool unknown = inherited || s.escaped;
-    for (int32_t k = 0; k < n.num_tokens; ++k) {
-      const int32_t id = v.tokens_[n.first_token + k];
-      if (s.in_context || s.ret1 || s.complete) {
-        accepted.push_back(id);
-      } else if (s.expanded || unknown) {
-        t.uncertain.push_back(id);
-      }
+    const bool take = s.in_context || s.ret1 || s.complete;
+    const bool doubt = !take && (s.expanded || unknown);
+    if (take || doubt) {
+      std::vector<int32_t>& into = take ? accepted : t.uncertain;
+      into.insert(into.end(), v.tokens_.begin() + n.first_token, v.tokens_.begin() + n.first_token + n.num_tokens);
     }
     if (n.end == c + 1) continue;
     if (s.count > 0) {
-      frames.push_back({c, c + 1, to, unknown});
+      // A subtree none of whose bytes leaves the state ends every token in
+      // it there: all of them share this node's verdict (a string's
+      // content takes most of the vocabulary this way).
+      bool stays = false;
+      if (run < 0) {
+        if (Status st = SubtreeStays(c, to, &stays); !st.ok()) return st;
+      }
+      if (stays) {
+        ++stats_.subtrees_taken_whole;
+        if (take || doubt) {
+          std::vector<int32_t>& into = take ? accepted : t.uncertain;
+          into.insert(into.end(), v.tokens_.begin() + v.TokensFrom(c + 1), v.tokens_.begin() + v.TokensFrom(n.end));
+        }
+        continue;
+      }
+      frames.push_back({c, c + 1, to, unknown, run});
     } else if (unknown) {
       all_uncertain(c + 1, n.end);
     }
@@ -471,18 +648,30 @@ Status TokenGrammar::ComputeMask(int32_t state, uint64_t* mask) {
     scratch_complete_ = scratch_ret1_ = scratch_escaped_ = false;
     int32_t alone;
     if (Status st = Intern(&alone); !st.ok()) return st;
+    // A table lists them in the trie's preorder, so each token shares the
+    // states of the prefix it has in common with the one before
+    // (path_[d]: the state after its first d bytes); a dead prefix ends
+    // every token that shares it.
+    path_.assign(1, alone);
+    std::string_view prev;
     for (int32_t id : t->uncertain) {
       if ((mask[id >> 6] >> (id & 63)) & 1) continue;
       ++stats_.uncertain_checks;
-      int32_t x = alone;
-      for (unsigned char b : v.bytes(id)) {
+      const std::string_view bytes = v.bytes(id);
+      size_t d = 0;
+      while (d + 1 < path_.size() && d < bytes.size() && d < prev.size() && bytes[d] == prev[d]) ++d;
+      path_.resize(d + 1);
+      int32_t x = path_.back();
+      for (; x != kDead && d < bytes.size(); ++d) {
+        const uint8_t b = static_cast<uint8_t>(bytes[d]);
         int32_t y = next_[static_cast<size_t>(x) * 256 + b];
         if (y == kUnknown) {
           if (Status st = StepLocked(x, b, &y); !st.ok()) return st;
         }
         x = y;
-        if (x == kDead) break;
+        path_.push_back(x);
       }
+      prev = bytes;
       if (x != kDead) mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
   }

@@ -8,6 +8,8 @@
 
 #include <random>
 
+#include "grammar/json_schema.h"
+#include "json/json.h"
 #include "support/recognizer.h"
 #include "support/grammars.h"
 #include "tokenizer/tokenizer.h"
@@ -36,12 +38,20 @@ TEST(Vocabulary, TheTrieHoldsEveryTokenWithBytesOnce) {
   EXPECT_EQ(v->mask_words(), 786);
   // Every token is spelled by some trie path; a grammar of any bytes allows
   // them all (FillMask walks every node).
+  // them all: the plain walk visits every node, and the tables take the
+  // trie whole (no byte leaves the grammar's one state) from the root's
+  // children down.
   auto tg = CompileOrDie(testing::AnyBytesGrammar(), v);
-  std::vector<uint64_t> mask(v->mask_words());
-  ASSERT_TRUE(tg->FillMask(tg->initial_state(), mask.data()).ok());
-  for (int32_t id = 0; id < v->size(); ++id) ASSERT_TRUE(Bit(mask, id)) << id;
+  std::vector<uint64_t> walked(v->mask_words()), mask(v->mask_words());
+  ASSERT_TRUE(tg->WalkMask(tg->initial_state(), walked.data()).ok());
+  for (int32_t id = 0; id < v->size(); ++id) ASSERT_TRUE(Bit(walked, id)) << id;
   EXPECT_EQ(tg->stats().trie_nodes_visited, v->trie_nodes() - 1);
   EXPECT_LT(v->trie_nodes(), 50257 * 8);
+  ASSERT_TRUE(tg->FillMask(tg->initial_state(), mask.data()).ok());
+  EXPECT_EQ(mask, walked);
+  const MatcherStats s = tg->stats();
+  EXPECT_LT(s.trie_nodes_visited - (v->trie_nodes() - 1), v->trie_nodes() / 50);
+  EXPECT_GT(s.subtrees_taken_whole, 0);
 }
 
 // Random walks through the grammar: at every step each of the small
@@ -157,6 +167,71 @@ TEST(Matcher, PositionTablesGiveThePlainWalksMasks) {
     EXPECT_GT(masks, 30);
     EXPECT_GT(tg->stats().positions, 5);
   }
+}
+
+// Counted repetitions share tables between counts no token can tell apart
+// (matcher.h, Chain): long strings, digits, items, whitespace, a nullable
+// unit, a repetition inside another's unit, a minimum past the horizon.
+// Along random walks the masks equal the plain trie walk's, and some
+// tables were shared.
+TEST(Matcher, CountsPastTheHorizonShareATableAndGiveThePlainWalksMasks) {
+  auto v = Gpt2Vocabulary();
+  std::vector<Grammar> grammars;
+  for (const char* text : {
+           R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 60},
+               "b": {"type": "string", "minLength": 25, "maxLength": 45}, "c": {"type": "integer"},
+               "d": {"type": "number"}, "e": {"type": "array", "items": {"type": "integer"}, "minItems": 20,
+               "maxItems": 30}}, "required": ["a", "b", "c", "d", "e"]})",
+           R"({"type": "array", "items": {"type": "string", "maxLength": 30}, "maxItems": 40})",
+       }) {
+    json::Value schema;
+    ASSERT_TRUE(json::Parse(text, &schema).ok());
+    Grammar g;
+    ASSERT_TRUE(JsonSchemaGrammar(schema, JsonSchemaOptions(), GrammarLimits(), &g).ok());
+    grammars.push_back(std::move(g));
+  }
+  {
+    // root ::= ( [a-z ]? ){0,50} "." ( "x" [0-9]{2,30} ){0,25} ";"
+    Grammar g;
+    g.root = g.AddRule("root");
+    const Element opt = Group(&g, {{Element::Bytes(ByteSet::Range('a', 'z'))}, {Element::Byte(' ')}, {}}, "opt");
+    const Element letters = Repeat(&g, {opt}, 0, 50, "letters");
+    const Element digits = Repeat(&g, {Element::Bytes(ByteSet::Range('0', '9'))}, 2, 30, "digits");
+    const Element xs = Repeat(&g, {Element::Byte('x'), digits}, 0, 25, "xs");
+    g.AddAlt(g.root, {letters, Element::Byte('.'), xs, Element::Byte(';')});
+    grammars.push_back(std::move(g));
+  }
+  int64_t shared = 0;
+  for (size_t gi = 0; gi < grammars.size(); ++gi) {
+    ASSERT_FALSE(grammars[gi].counted.empty()) << gi;
+    auto tg = CompileOrDie(grammars[gi], v);
+    std::mt19937 rng(11 + static_cast<unsigned>(gi));
+    std::vector<uint64_t> a(v->mask_words()), b(v->mask_words());
+    int masks = 0;
+    for (int walk = 0; walk < 8; ++walk) {
+      Matcher m(tg);
+      for (int step = 0; step < 60; ++step) {
+        ASSERT_TRUE(m.FillMask(a.data()).ok());
+        ASSERT_TRUE(tg->WalkMask(m.state(), b.data()).ok());
+        ASSERT_EQ(a, b) << "grammar " << gi << " walk " << walk << " step " << step;
+        ++masks;
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < v->size(); ++id) {
+          if (Bit(a, id) && id != v->eos()) allowed.push_back(id);
+        }
+        if (allowed.empty()) break;
+        // Short tokens half the time, so that walks reach the low counts.
+        int32_t pick = allowed[rng() % allowed.size()];
+        for (int tries = 0; tries < 8 && (rng() & 1) && v->bytes(pick).size() > 2; ++tries) {
+          pick = allowed[rng() % allowed.size()];
+        }
+        ASSERT_TRUE(m.Accept(pick).ok());
+      }
+    }
+    EXPECT_GT(masks, 40) << gi;
+    shared += tg->stats().tables_shared;
+  }
+  EXPECT_GT(shared, 0);
 }
 
 TEST(Matcher, ATokenTheGrammarRefusesIsAnErrorNamingIt) {
