@@ -206,21 +206,14 @@ $(BUILD)/tests/$(1)_tests: $(patsubst %.cc,$(PLAIN_BUILD)/obj/%.o,$(wildcard tes
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call TEST_RULE,$(d))))
 
-# Test binaries run one after another (the loopback tests use ports and
-# threads of their own); each build step above is parallel. Each binary's
-# output is also kept in $(BUILD)/test-logs/, and the failures are printed
-# again at the end, so the tail of a long log names what failed.
+# The suites run one after another, each split into TEST_JOBS shards side
+# by side (tests/run_suites.sh; the loopback tests use ports of their own,
+# port 0); each build step above is parallel. Each suite's output is also
+# kept in $(BUILD)/test-logs/, and the failures are printed again at the
+# end, so the tail of a long log names what failed.
+TEST_JOBS ?= 2
 test: $(TEST_BINS) $(BUILD)/tokenwire $(BUILD)/weights_tool
-	@set -e; mkdir -p $(BUILD)/test-logs; pass=0; fail=0; failed=""; for t in $(TEST_BINS); do \
-	  echo "== $$t"; log=$(BUILD)/test-logs/$$(basename $$t).log; \
-	  { $$t --gtest_brief=1 && echo 0 > $$log.rc || echo $$? > $$log.rc; } 2>&1 | tee $$log; \
-	  if [ "$$(cat $$log.rc)" = 0 ]; then pass=$$((pass+1)); \
-	  else fail=$$((fail+1)); failed="$$failed $$t"; fi; \
-	done; \
-	for t in $$failed; do echo "== FAILED: $$t"; \
-	  grep -E -A12 '^\[  FAILED  \]|Failure$$|: Failure|^==[0-9]+==|WARNING: ThreadSanitizer|runtime error' \
-	    $(BUILD)/test-logs/$$(basename $$t).log | head -80; done; \
-	echo "$$pass passed, $$fail failed$${failed:+ (}$${failed# }$${failed:+)}"; test $$fail -eq 0
+	@bash tests/run_suites.sh $(BUILD)/test-logs $(TEST_JOBS) $(TEST_BINS)
 
 # make test-quick: the same suites without the cases that wait on sockets
 # and timers (signals to the real binary and its drain, the slow-reader

@@ -412,11 +412,20 @@ TEST_P(PrefixCacheEngine, EvictionUnderPressureWhileOthersShare) {
     auto sx = NewStream("x");
     EXPECT_TRUE(e->Submit(sx, reqs[0], nullptr));
     out.push_back(WaitAndRead(*sx));
+    // A's stream is gated: the engine waits after A's first token until B
+    // and C are submitted, so that the three hold their blocks side by
+    // side (the pressure this test is about) however the threads are
+    // scheduled. Submitted in a plain loop, A could finish before C came on
+    // a loaded machine, and X's blocks outlive the test's pressure.
     std::vector<std::shared_ptr<stream::Stream>> abc;
-    for (int i = 1; i <= 3; i++) {
+    abc.push_back(NewGatedStream("abc1"));
+    EXPECT_TRUE(e->Submit(abc.back(), reqs[1], nullptr));
+    EXPECT_TRUE(StepGated(*abc[0]));
+    for (int i = 2; i <= 3; i++) {
       abc.push_back(NewStream("abc" + std::to_string(i)));
       EXPECT_TRUE(e->Submit(abc.back(), reqs[i], nullptr));
     }
+    OpenGate(*abc[0]);
     for (auto& s : abc) out.push_back(WaitAndRead(*s));
     const uint64_t hits_before = e->stats().prefix_cache_hits;
     auto sx2 = NewStream("x2");

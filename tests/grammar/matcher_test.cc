@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "grammar/json_schema.h"
@@ -29,6 +30,38 @@ std::shared_ptr<TokenGrammar> CompileOrDie(const Grammar& g, std::shared_ptr<con
   Status st = TokenGrammar::Compile(g, std::move(v), limits, &tg);
   EXPECT_TRUE(st.ok()) << st.message();
   return tg;
+}
+
+// `walks` random walks of up to `steps` tokens, each drawn by `pick` from
+// the mask's ids (end-of-text aside): at every step FillMask (the tables)
+// must equal WalkMask (the plain trie walk). Returns the masks compared;
+// a difference is a test failure naming the walk and step.
+int MasksEqualThePlainWalks(const std::shared_ptr<TokenGrammar>& tg, int walks, int steps,
+                            const std::function<int32_t(const std::vector<int32_t>&)>& pick) {
+  const Vocabulary& v = tg->vocab();
+  std::vector<uint64_t> a(v.mask_words()), b(v.mask_words());
+  int masks = 0;
+  for (int walk = 0; walk < walks; ++walk) {
+    Matcher m(tg);
+    for (int step = 0; step < steps; ++step) {
+      if (!m.FillMask(a.data()).ok() || !tg->WalkMask(m.state(), b.data()).ok() || a != b) {
+        ADD_FAILURE() << "walk " << walk << " step " << step << ": the masks differ or failed";
+        return masks;
+      }
+      ++masks;
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < v.size(); ++id) {
+        if (Bit(a, id) && id != v.eos()) allowed.push_back(id);
+      }
+      if (allowed.empty()) break;
+      const int32_t id = pick(allowed);
+      if (Status st = m.Accept(id); !st.ok()) {
+        ADD_FAILURE() << "walk " << walk << " step " << step << ": " << st.message();
+        return masks;
+      }
+    }
+  }
+  return masks;
 }
 
 TEST(Vocabulary, TheTrieHoldsEveryTokenWithBytesOnce) {
@@ -147,23 +180,9 @@ TEST(Matcher, PositionTablesGiveThePlainWalksMasks) {
   for (const Grammar& g : {JsonGrammar(3), words}) {
     auto tg = CompileOrDie(g, v);
     std::mt19937 rng(3);
-    std::vector<uint64_t> a(v->mask_words()), b(v->mask_words());
-    int masks = 0;
-    for (int walk = 0; walk < 6; ++walk) {
-      Matcher m(tg);
-      for (int step = 0; step < 40; ++step) {
-        ASSERT_TRUE(m.FillMask(a.data()).ok());
-        ASSERT_TRUE(tg->WalkMask(m.state(), b.data()).ok());
-        ASSERT_EQ(a, b) << "walk " << walk << " step " << step;
-        ++masks;
-        std::vector<int32_t> allowed;
-        for (int32_t id = 0; id < v->size(); ++id) {
-          if (Bit(a, id) && id != v->eos()) allowed.push_back(id);
-        }
-        if (allowed.empty()) break;
-        ASSERT_TRUE(m.Accept(allowed[rng() % allowed.size()]).ok());
-      }
-    }
+    const int masks = MasksEqualThePlainWalks(tg, 6, 40, [&](const std::vector<int32_t>& allowed) {
+      return allowed[rng() % allowed.size()];
+    });
     EXPECT_GT(masks, 30);
     EXPECT_GT(tg->stats().positions, 5);
   }
@@ -206,28 +225,14 @@ TEST(Matcher, CountsPastTheHorizonShareATableAndGiveThePlainWalksMasks) {
     ASSERT_FALSE(grammars[gi].counted.empty()) << gi;
     auto tg = CompileOrDie(grammars[gi], v);
     std::mt19937 rng(11 + static_cast<unsigned>(gi));
-    std::vector<uint64_t> a(v->mask_words()), b(v->mask_words());
-    int masks = 0;
-    for (int walk = 0; walk < 8; ++walk) {
-      Matcher m(tg);
-      for (int step = 0; step < 60; ++step) {
-        ASSERT_TRUE(m.FillMask(a.data()).ok());
-        ASSERT_TRUE(tg->WalkMask(m.state(), b.data()).ok());
-        ASSERT_EQ(a, b) << "grammar " << gi << " walk " << walk << " step " << step;
-        ++masks;
-        std::vector<int32_t> allowed;
-        for (int32_t id = 0; id < v->size(); ++id) {
-          if (Bit(a, id) && id != v->eos()) allowed.push_back(id);
-        }
-        if (allowed.empty()) break;
-        // Short tokens half the time, so that walks reach the low counts.
-        int32_t pick = allowed[rng() % allowed.size()];
-        for (int tries = 0; tries < 8 && (rng() & 1) && v->bytes(pick).size() > 2; ++tries) {
-          pick = allowed[rng() % allowed.size()];
-        }
-        ASSERT_TRUE(m.Accept(pick).ok());
+    // Short tokens half the time, so that walks reach the low counts.
+    const int masks = MasksEqualThePlainWalks(tg, 8, 60, [&](const std::vector<int32_t>& allowed) {
+      int32_t pick = allowed[rng() % allowed.size()];
+      for (int tries = 0; tries < 8 && (rng() & 1) && v->bytes(pick).size() > 2; ++tries) {
+        pick = allowed[rng() % allowed.size()];
       }
-    }
+      return pick;
+    });
     EXPECT_GT(masks, 40) << gi;
     shared += tg->stats().tables_shared;
   }
