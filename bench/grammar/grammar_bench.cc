@@ -140,8 +140,11 @@ struct ServingModel {
   std::shared_ptr<const model::Gpt2Model> model;
 };
 
+// *tokens_out: the tokens the streams gave (a constrained stream ends
+// "stop" where its grammar can take nothing more, so it may give fewer).
 double DecodeRate(const ServingModel& sm, const tokenizer::Tokenizer& tok, int streams, int threads,
-                  std::shared_ptr<grammar::TokenGrammar> g) {
+                  std::shared_ptr<grammar::TokenGrammar> g, int64_t* tokens_out) {
+  *tokens_out = 0;
   engine::EngineOptions o;
   o.max_batch = std::max(streams, 1);
   o.threads = threads;
@@ -176,6 +179,7 @@ double DecodeRate(const ServingModel& sm, const tokenizer::Tokenizer& tok, int s
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   e->Shutdown();
+  *tokens_out = tokens;
   return static_cast<double>(tokens) / secs;
 }
 
@@ -253,22 +257,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "json_object: %s\n", s.message().c_str());
     return 1;
   }
+  std::vector<std::string> decode_tokens;
   for (int batch : {1, 32}) {
     if (a.rounds <= 0) break;  // --rounds 0: the matcher part only
     std::vector<double> plain, constrained;
+    int64_t plain_tokens = 0, constrained_tokens = 0, n = 0;
     for (int r = 0; r < a.rounds; r++) {
       // Alternate which runs first.
       if (r % 2 == 0) {
-        plain.push_back(DecodeRate(sm, tok, batch, a.threads, nullptr));
-        constrained.push_back(DecodeRate(sm, tok, batch, a.threads, json_object));
+        plain.push_back(DecodeRate(sm, tok, batch, a.threads, nullptr, &n));
+        plain_tokens += n;
+        constrained.push_back(DecodeRate(sm, tok, batch, a.threads, json_object, &n));
+        constrained_tokens += n;
       } else {
-        constrained.push_back(DecodeRate(sm, tok, batch, a.threads, json_object));
-        plain.push_back(DecodeRate(sm, tok, batch, a.threads, nullptr));
+        constrained.push_back(DecodeRate(sm, tok, batch, a.threads, json_object, &n));
+        constrained_tokens += n;
+        plain.push_back(DecodeRate(sm, tok, batch, a.threads, nullptr, &n));
+        plain_tokens += n;
       }
     }
     const double p = Pct(plain, 50), c = Pct(constrained, 50);
-    std::printf("batch %d: unconstrained %.1f tok/s, json_object %.1f tok/s, slowdown %.1f%%\n", batch, p, c,
-                100.0 * (1.0 - c / p));
+    std::printf("batch %d: unconstrained %.1f tok/s, json_object %.1f tok/s, slowdown %.1f%% (tokens over the rounds: "
+                "%lld and %lld)\n",
+                batch, p, c, 100.0 * (1.0 - c / p), static_cast<long long>(plain_tokens),
+                static_cast<long long>(constrained_tokens));
+    decode_tokens.push_back("batch " + std::to_string(batch) + ": " + std::to_string(plain_tokens) + " unconstrained, " +
+                            std::to_string(constrained_tokens) + " json_object");
     rows.push_back({"decode, batch " + std::to_string(batch), "tok/s",
                     {static_cast<double>(a.rounds), kNone, kNone, kNone, kNone, p, c, 100.0 * (1.0 - c / p)}});
   }
@@ -282,6 +296,9 @@ int main(int argc, char** argv) {
       "Decode: the engine on the CPU runner, " + std::string(name) + ", " + std::to_string(a.threads) +
           " threads, B streams of 64 tokens (seeded, temperature 1, ignore_eos), unconstrained vs "
           "response_format json_object, " + std::to_string(a.rounds) + " alternating rounds, medians.",
+      "Decode tokens over the rounds (a json_object stream ends when its object closes): " +
+          (decode_tokens.empty() ? std::string("none") : decode_tokens[0]) +
+          (decode_tokens.size() > 1 ? "; " + decode_tokens[1] : std::string()) + ".",
       "Load average " + load_start + " before the run, " + bench::LoadAvg() + " after it."};
   std::string text;
   json::Writer w(&text);

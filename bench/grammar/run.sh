@@ -17,7 +17,7 @@ trap 'rm -rf "$TMP"' EXIT
 if [ -n "$FULL" ]; then
   make -s -j2 build/weights_tool
   build/weights_tool random --shape gpt2 --out "$TMP/gpt2" >/dev/null
-  build/bench/grammar_bench --model "$TMP/gpt2" --threads "$(nproc)" --mode full --out bench/results/grammar-full.json \
+  build/bench/grammar_bench --model "$TMP/gpt2" --threads "$(nproc)" --rounds 7 --mode full --out bench/results/grammar-full.json \
     --command "bash bench/grammar/run.sh --full"
 else
   build/bench/grammar_bench --threads "$(nproc)" --mode quick --out bench/results/grammar.json --command "bash bench/grammar/run.sh"
