@@ -33,7 +33,7 @@ constexpr const char* kUsage =
     "      shape and seed give byte-identical files. --seed defaults to 0.\n"
     "      tiny: 2 layers, 4 heads, 64 wide, 1024 positions, vocab 50257 (~22 MB; the\n"
     "            model tokenwire serves without --model).\n"
-    "      gpt2: 12 layers, 12 heads, 768 wide, 1024 positions (124M, ~550 MB).\n"
+    "      gpt2: 12 layers, 12 heads, 768 wide, 1024 positions (124M, 548 MB).\n"
     "  weights_tool inspect PATH\n"
     "      List the tensors of a .safetensors file (or DIR/model.safetensors):\n"
     "      dtype, shape, byte range; metadata; for a folder, config.json and the\n"

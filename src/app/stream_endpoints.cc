@@ -440,6 +440,7 @@ void App::HandleMetrics(http::Responder r) {
   counter("stall_cancels_total", "Streams ended cancelled by pause_then_cancel.", c.stall_cancels);
   counter("linger_cancels_total", "Streams ended cancelled after --linger-ms without a subscriber.", c.linger_cancels);
   counter("delete_cancels_total", "Streams ended cancelled by DELETE.", c.delete_cancels);
+  counter("ws_cancels_total", "Streams ended cancelled by a WebSocket client's cancel op.", c.ws_cancels);
   counter("client_gone_cancels_total",
           "Streams ended cancelled because the client of a non-streamed request left (nothing can resume them).",
           c.client_gone_cancels);

@@ -342,11 +342,10 @@ std::string OpenAiErrorJson(const ApiError& e) {
 }
 
 void SendOpenAiError(http::Responder& r, const ApiError& e, const http::Headers& extra) {
-  http::Headers h = extra;
-  if (e.retry_after_ms > 0) {
-    h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, (e.retry_after_ms + 999) / 1000)));
-  }
-  r.Send(e.http_status, "application/json", OpenAiErrorJson(e), h);
+  // The server's error body for these paths is OpenAiErrorJson (the app's
+  // ServerOptions::error_body); SendError also names the error in the
+  // access record, as the native endpoints' errors are.
+  r.SendError(e, extra);
 }
 
 namespace {

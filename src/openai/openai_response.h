@@ -123,8 +123,9 @@ bool OpenAiFinishReason(stream::FinishReason ours, std::string* openai);
 // model_not_found, overloaded, …).
 std::string OpenAiErrorJson(const ApiError& e);
 
-// Sends an OpenAI error as a complete JSON response (with Retry-After when
-// retry_after_ms > 0).
+// Sends an OpenAI error as a complete JSON response: Responder::SendError,
+// whose body on an OpenAI path is OpenAiErrorJson (the app's error_body),
+// with Retry-After when retry_after_ms > 0, named in the access record.
 void SendOpenAiError(http::Responder& r, const ApiError& e, const http::Headers& extra = {});
 
 // Extra room a completion stream keeps free below the output bound

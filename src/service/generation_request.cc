@@ -81,6 +81,9 @@ bool ParseGenerationObject(const json::Value& v, const tokenizer::Tokenizer& tok
       if (has_prompt) return Fail(err, 400, ErrorCode::kInvalidRequest, "give 'prompt' or 'prompt_tokens', not both");
       has_prompt = true;
       r.prompt_tokens = tokenizer.Encode(val.as_string());
+      // "" is the start of a document, <|endoftext|>: the rule of OpenAI's
+      // completions, for every API (an empty prompt_tokens is refused).
+      if (r.prompt_tokens.empty()) r.prompt_tokens.push_back(tokenizer.end_of_text_id());
     } else if (key == "prompt_tokens") {
       if (!val.is_array()) return WrongType(err, key, "an array of token ids", val);
       if (has_prompt) return Fail(err, 400, ErrorCode::kInvalidRequest, "give 'prompt' or 'prompt_tokens', not both");
@@ -132,7 +135,9 @@ bool ParseGenerationObject(const json::Value& v, const tokenizer::Tokenizer& tok
   }
   if (!has_prompt) return Fail(err, 400, ErrorCode::kInvalidRequest, "missing 'prompt' (or 'prompt_tokens')");
   if (r.prompt_tokens.empty()) {
-    return Fail(err, 422, ErrorCode::kInvalidRequest, "the prompt must contain at least one token");
+    Fail(err, 422, ErrorCode::kInvalidRequest, "'prompt_tokens' must hold at least one token id");
+    err->param = "prompt_tokens";
+    return false;
   }
   if (!CheckMinTokens(r, "max_new_tokens", err)) return false;
   int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.max_new_tokens;

@@ -304,6 +304,7 @@ void StreamHub::Cancel(const std::shared_ptr<Stream>& s, std::function<void()> o
   if (on_exit) e->exit_waiters.push_back(std::move(on_exit));
   const char* reason = cause == CancelCause::kClientGone ? "client_gone"
                        : cause == CancelCause::kSibling  ? "sibling"
+                       : cause == CancelCause::kWsCancel ? "ws_cancel"
                                                          : "delete";
   CancelGeneration(*e, reason);
 }
@@ -505,6 +506,7 @@ void StreamHub::HandleExit(Entry& e) {
                     : why == "client_gone" ? &counters_.client_gone_cancels
                     : why == "sibling"     ? &counters_.sibling_cancels
                     : why == "shutdown"    ? &counters_.shutdown_cancels
+                    : why == "ws_cancel"   ? &counters_.ws_cancels
                                            : &counters_.delete_cancels;  // DELETE, or a cancel from outside the hub
       ++*c;
     }

@@ -159,6 +159,7 @@ struct HubCounters {
   uint64_t stall_cancels = 0;
   uint64_t linger_cancels = 0;
   uint64_t delete_cancels = 0;
+  uint64_t ws_cancels = 0;     // by a WebSocket client's cancel op
   uint64_t client_gone_cancels = 0;  // a non-streamed request's client left (nothing can resume it)
   uint64_t sibling_cancels = 0;      // another choice of the same response ended it
   uint64_t shutdown_cancels = 0;
@@ -178,6 +179,7 @@ struct HubCounters {
 // and the reason the stream's log record names.
 enum class CancelCause {
   kDelete,      // DELETE /v1/streams/{id}, a refused launch's siblings
+  kWsCancel,    // a WebSocket client's cancel op
   kClientGone,  // the client of a non-streamed request left: nobody can resume it
   kSibling,     // another choice of the same n-choice response ended the response
 };
@@ -281,7 +283,7 @@ class StreamHub {
     bool continue_posted = false;   // a capped delivery continues next iteration
     uint32_t resumes = 0;           // attaches after an event (the outcome's log line)
     uint32_t detaches = 0;          // subscribers ended as slow clients
-    const char* cancel_reason = nullptr;  // "delete", "linger", "stall", "shutdown", "client_gone", "sibling"
+    const char* cancel_reason = nullptr;  // "delete", "ws_cancel", "linger", "stall", "shutdown", "client_gone", "sibling"
     std::string request_id;               // of the request that made it: in its log records
     std::vector<std::function<void()>> exit_waiters;
   };

@@ -212,7 +212,7 @@ void WsSession::HandleCancel(const json::Value& msg) {
     json::AppendQuoted(&m, sid);
     m += '}';
     ws_->SendUnbounded(Opcode::kText, m);
-  });
+  }, stream::CancelCause::kWsCancel);
 }
 
 stream::Stream::AttachResult WsSession::AttachSlot(const std::shared_ptr<stream::Stream>& s,

@@ -97,6 +97,13 @@ TEST(Logging, TextSaysStartupEachResponseAndEachStreamOutcome) {
   log.WaitFor({" warn access ", "path=/nope status=404 ", "error=not_found"});
   EXPECT_EQ(srv.Call("POST", "/v1/stream", "{\"prompt\":").head.status, 400);
   log.WaitFor({" warn access ", "path=/v1/stream status=400 ", "error=invalid_json", "msg=\"json: "});
+  // OpenAI's endpoints answer in OpenAI's envelope and log the error alike.
+  client::Response bad = srv.Call("POST", "/v1/completions", "{\"prompt\":");
+  EXPECT_EQ(bad.head.status, 400);
+  EXPECT_NE(bad.body.find("\"param\""), std::string::npos) << bad.body;  // OpenAI's envelope
+  log.WaitFor({" warn access ", "path=/v1/completions status=400 ", "error=invalid_json", "msg=\"the body is not"});
+  EXPECT_EQ(srv.Call("POST", "/v1/completions", R"({"prompt":"x","max_tokens":-1})").head.status, 400);
+  log.WaitFor({" warn access ", "path=/v1/completions status=400 ", "error=invalid_request", "msg=\""});
 
   // A stream read to its end: the access record and the outcome.
   client::SseClient c;

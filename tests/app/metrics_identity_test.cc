@@ -127,7 +127,7 @@ TEST(MetricIdentities, HoldAtRestAfterEveryKindOfEnding) {
 
   const std::string finished = "tokenwire_streams_finished_total{outcome=\"";
   int64_t cancels = 0;
-  for (const char* cause : {"stall", "linger", "delete", "client_gone", "sibling", "shutdown"}) {
+  for (const char* cause : {"stall", "linger", "delete", "ws", "client_gone", "sibling", "shutdown"}) {
     const int64_t v = MetricValue(m, std::string("tokenwire_") + cause + "_cancels_total");
     ASSERT_GE(v, 0) << cause;
     cancels += v;

@@ -101,6 +101,7 @@ TEST(GenerationRequest, EveryRefusalNamesTheFieldTheValueAndTheRange) {
            // Our API refuses fields it does not know (DESIGN.md §4), OpenAI's too.
            {R"({"prompt":"x","max_tokens":5})", 400, "max_tokens", "unknown field 'max_tokens'"},
            {R"({"prompt":"x","op":"generate"})", 400, "op", "unknown field 'op'"},
+           {R"({"prompt_tokens":[]})", 422, "prompt_tokens", "'prompt_tokens' must hold at least one token id"},
        }) {
     service::ParsedGeneration p;
     ApiError e;
@@ -110,6 +111,15 @@ TEST(GenerationRequest, EveryRefusalNamesTheFieldTheValueAndTheRange) {
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_EQ(e.message, c.message) << c.body;
   }
+}
+
+// One rule with OpenAI's completions: an empty text prompt is the start of
+// a document, <|endoftext|>.
+TEST(GenerationRequest, AnEmptyPromptIsEndOfText) {
+  service::ParsedGeneration p;
+  ApiError e;
+  ASSERT_TRUE(Parse(R"({"prompt":""})", &p, &e)) << e.message;
+  EXPECT_EQ(p.request.prompt_tokens, std::vector<int32_t>{Tok().end_of_text_id()});
 }
 
 TEST(GenerationRequest, ATemperatureBelowTheFloorIsGreedy) {

@@ -338,6 +338,10 @@ TEST(WsSession, CancelIsAnsweredOnlyAfterTheProducerExited) {
   ASSERT_TRUE(ReadJson(c, &m));
   EXPECT_EQ(m.Find("error")->Find("type")->as_string(), "not_found");
   srv.WaitIdle();
+  // Counted (and logged) as the WebSocket's cancel, not as a DELETE.
+  const std::string metrics = tw::testing::FetchMetrics(srv.port());
+  EXPECT_NE(metrics.find("tokenwire_ws_cancels_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("tokenwire_delete_cancels_total 0\n"), std::string::npos) << metrics;
 }
 
 TEST(WsSession, SeveralStreamsPerConnectionAreBounded) {
