@@ -301,16 +301,11 @@ build/fuzz/%: tests/fuzz/%.cc build/fuzz/libtw_fuzz.a
 fuzz-check:
 	@command -v $(CLANGXX) >/dev/null 2>&1 || { echo "clang is missing: apt-get install -y clang libclang-rt-14-dev"; exit 1; }
 
+# Two targets at a time by default (FUZZ_JOBS; each is one process on one
+# core): tests/fuzz/run.sh.
+FUZZ_JOBS ?= 2
 fuzz: fuzz-check $(FUZZ_BINS)
-	@set -e; for f in $(FUZZ_BINS); do \
-	  name=$$(basename $$f); mkdir -p build/fuzz/corpus/$$name; \
-	  echo "== $$name for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/fuzz/$$name- \
-	    build/fuzz/corpus/$$name \
-	    $$(test -d tests/fuzz/seeds/$$name && echo tests/fuzz/seeds/$$name) > build/fuzz/$$name.log 2>&1 \
-	    || { tail -n 40 build/fuzz/$$name.log; exit 1; }; \
-	  grep -E "^stat::number_of_executed_units|^Done" build/fuzz/$$name.log | tail -n 2; \
-	done
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_BINS)
 
 # ---- thread-safety analysis (clang) -----------------------------------------
 # Every source of src/ through clang's -Wthread-safety, as errors: a member
