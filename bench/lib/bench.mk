@@ -1,7 +1,9 @@
 # Rules for the bench's shared library code (bench/lib/*.cc: the SVG chart
 # writer, the result-file convention, the load generators' client loop and
-# its event loop, the machine floors of the CPU benches and their --isa / --weights lists). Include from the top-level Makefile after its own
-# variables are set:
+# its event loop, the machine floors of the CPU benches and their --isa / --weights lists, the
+# verdicts against each result's targets and the targets the streams scenarios share; common.sh,
+# sourced by the bench scripts, names a run's folder and lets the machine settle between benches).
+# Include from the top-level Makefile after its own variables are set:
 #
 #   include bench/lib/bench.mk
 #
@@ -13,7 +15,7 @@
 # Sources include their own headers by relative path ("svg.h"), so no extra
 # -I is needed; bench programs include "lib/svg.h" with -Ibench, or
 # "../lib/svg.h". The generic $(BUILD)/obj/%.o rule compiles them.
-# Every test binary links $(BENCH_LIB) (tests/bench checks the charts).
+# Every test binary links $(BENCH_LIB) (tests/bench checks the charts and the verdicts).
 
 BENCH_LIB_SRCS := $(wildcard bench/lib/*.cc)
 BENCH_LIB := $(BUILD)/lib/benchlib.a

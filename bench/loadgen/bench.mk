@@ -18,9 +18,9 @@ $(LOADGEN_BIN): $(LOADGEN_OBJS) $(BENCH_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(filter %.o,$^) $(BENCH_LIB) $(LIBS_GROUP) $(LDFLAGS)
 
-$(RENDER_BIN): $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard bench/render/*.cc)) $(LAYER_LIBS)
+$(RENDER_BIN): $(patsubst %.cc,$(BUILD)/obj/%.o,$(wildcard bench/render/*.cc)) $(BENCH_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(filter %.o,$^) $(LIBS_GROUP) $(LDFLAGS)
+	$(CXX) -o $@ $(filter %.o,$^) $(BENCH_LIB) $(LIBS_GROUP) $(LDFLAGS)
 
 .PHONY: bench-streams
 bench-streams: $(LOADGEN_BIN) $(RENDER_BIN)

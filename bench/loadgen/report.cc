@@ -82,6 +82,7 @@ Status Report::Write(const std::string& dir, const std::string& file_stem) const
   }
   w.EndArray();
   bench::WriteNotesAndCharts(&w, notes, charts);
+  bench::WriteVerdicts(&w, verdicts);
   w.Key("raw");
   w.Raw(raw_json);
   w.EndObject();
@@ -93,7 +94,10 @@ Status Report::Write(const std::string& dir, const std::string& file_stem) const
   if (Status st = json::Parse(out, &check, limits); !st.ok()) {
     return Status::Error("report " + file_stem + " is not valid JSON: " + st.message());
   }
-  return WriteTextFile(dir + "/" + file_stem + ".json", out);
+  if (Status st = WriteTextFile(dir + "/" + file_stem + ".json", out); !st.ok()) return st;
+  bench::VerdictTally tally;
+  std::fprintf(stderr, "%s", bench::VerdictBlock(check, file_stem + ".json", &tally).c_str());
+  return Status::Ok();
 }
 
 }  // namespace tw::loadgen

@@ -7,6 +7,7 @@
 //    "loadavg_start": "1.0 0.8 0.5", "loadavg_end": "...",
 //    "columns": ["...", ...], "rows": [["...", ...], ...],   // strings, shown as is
 //    "notes": ["...", ...], "charts": [{"file": "x.svg", "caption": "..."}],
+//    "verdicts": [{"check": ..., "measured": ..., "target": ..., "pass": ...}],  // bench/lib/verdict.h
 //    "raw": {...}}                                          // per-stream measurements
 //
 // Also the small statistics the scenarios share (nearest-rank percentiles).
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "lib/verdict.h"
 
 namespace tw::loadgen {
 
@@ -36,9 +38,11 @@ struct Report {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> notes;
   std::vector<std::pair<std::string, std::string>> charts;  // file, caption
+  std::vector<bench::Verdict> verdicts;  // each target stated once, here; empty: a measurement
   std::string raw_json = "{}";
 
-  // Writes dir/<file_stem>.json; machine and date are filled in here.
+  // Writes dir/<file_stem>.json; machine and date are filled in here. Then
+  // prints the verdicts on stderr (bench/lib/verdict.h's rule for a loaded machine).
   Status Write(const std::string& dir, const std::string& file_stem) const;
 };
 

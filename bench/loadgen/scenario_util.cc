@@ -8,7 +8,6 @@
 
 namespace tw::loadgen {
 
-
 std::string RequestBody(const std::vector<int32_t>& prompt, uint64_t seed, int max_new_tokens,
                         const std::string& policy) {
   std::string b = "{\"prompt_tokens\":[";
@@ -53,7 +52,6 @@ bool RunAll(Engine* e, const Sessions& s, double seconds, const std::string& lab
   std::fprintf(stderr, "\n");
   return ok;
 }
-
 
 Emission GetEmission(uint16_t port, const std::string& id) {
   Emission em;
@@ -107,6 +105,5 @@ Status StartServer(ServerProcess* server, const Options& o, const std::vector<st
   if (!st.ok()) return Status::Error("starting " + o.server + ": " + st.message());
   return Status::Ok();
 }
-
 
 }  // namespace tw::loadgen

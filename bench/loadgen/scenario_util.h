@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "lib/stream_targets.h"
 #include "loadgen/engine.h"
 #include "loadgen/scenarios.h"
 #include "loadgen/server_process.h"
@@ -54,5 +55,14 @@ Status WriteChart(const std::string& dir, const std::string& file, const std::st
 // p50, p99 (nearest rank) and max of v; NaN when empty.
 void Stats4(std::vector<double> v, double* p50, double* p99, double* mx);
 Status StartServer(ServerProcess* server, const Options& o, const std::vector<std::string>& args);
+
+// The targets the SSE scenarios share with their WebSocket twins (bench/lib/stream_targets.h).
+using bench::ConcurrencyTally;
+using bench::ConcurrencyVerdicts;
+using bench::kConcurrencyAddedGapP99Ms;
+using bench::kConcurrencyPeakRssMb;
+using bench::kConcurrencyTtftP99Ms;
+using bench::ResumeStormVerdicts;
+using bench::StormTally;
 
 }  // namespace tw::loadgen

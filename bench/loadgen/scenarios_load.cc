@@ -205,18 +205,22 @@ Status Concurrency(const Options& o) {
   r.columns = {"metric (median of " + std::to_string(reps) + " runs; each run in brackets)", "p50", "p99", "max",
                "target"};
   r.rows = {{"TTFT (ms, client, from connect)", MedianCell(runs, &ConcRun::t50, 1), MedianCell(runs, &ConcRun::t99, 1),
-             MedianCell(runs, &ConcRun::tmax, 1), "p99 ≤ 210"},
+             MedianCell(runs, &ConcRun::tmax, 1), "p99 ≤ " + Fmt(kConcurrencyTtftP99Ms, 0)},
             {"inter-token gap (ms)", MedianCell(runs, &ConcRun::g50, 2), MedianCell(runs, &ConcRun::g99, 2),
              MedianCell(runs, &ConcRun::gmax, 2), ""},
             {"added inter-token latency, gap − 50 ms", MedianCell(runs, &ConcRun::a50, 2),
-             MedianCell(runs, &ConcRun::a99, 2), MedianCell(runs, &ConcRun::amax, 2), "p99 ≤ 5"},
+             MedianCell(runs, &ConcRun::a99, 2), MedianCell(runs, &ConcRun::amax, 2),
+             "p99 ≤ " + Fmt(kConcurrencyAddedGapP99Ms, 0)},
             {"load generator's own timer lateness (ms, 10 ms timer)", MedianCell(runs, &ConcRun::l50, 2),
              MedianCell(runs, &ConcRun::l99, 2), MedianCell(runs, &ConcRun::lmax, 2), ""},
-            {"server peak RSS (VmHWM, MB), largest run", Fmt(hwm_max, 1), "", "", "≤ 100"},
+            {"server peak RSS (VmHWM, MB), largest run", Fmt(hwm_max, 1), "", "", "≤ " + Fmt(kConcurrencyPeakRssMb, 0)},
             {"server RSS before a run (MB)", Fmt(Percentile(&idle_mb, 50), 1), "", "", ""},
             {"streams complete / errors, all runs", std::to_string(complete) + " / " + std::to_string(errors), "", "",
              std::to_string(reps * streams) + " / 0"},
             {"tokens received, all runs", std::to_string(tokens_got), "", "", std::to_string(reps * streams * tokens)}};
+  r.verdicts = ConcurrencyVerdicts({MedianOf(runs, &ConcRun::t99), MedianOf(runs, &ConcRun::a99), hwm_max, complete,
+                                    errors, static_cast<uint64_t>(reps * streams), tokens_got,
+                                    static_cast<uint64_t>(reps * streams * tokens)});
   if (!finished) r.notes.push_back("a run hit its deadline before every stream finished");
   r.notes.push_back("Streams start evenly over the first second. Gaps are measured by the load generator, which "
                     "shares the 2 cores with the server: its own scheduling delay is included (the timer-lateness "
@@ -268,6 +272,11 @@ Status IdleSoak(const Options& o) {
     }
     int64_t hwm = server.StatusKb("VmHWM");
     server.Stop();
+    // A slow load generator meets the server's slow-client policy: capacity, judged on a machine not loaded.
+    r.verdicts.push_back(bench::AllOf("soak streams completed (1,000 at 5 tokens/s)", complete, streams, true));
+    r.verdicts.push_back({"soak drops / slow-client detaches / error events",
+                          std::to_string(drops) + " / " + std::to_string(slow) + " / " + std::to_string(errs),
+                          "0 each", drops == 0 && slow == 0 && errs == 0, true, ""});
     r.rows.push_back({"A: 1,000 streams x " + std::to_string(tokens) + " tokens at 5 tok/s, heartbeat 150 ms",
                       std::to_string(streams), std::to_string(complete) + " completed", std::to_string(drops),
                       std::to_string(slow), std::to_string(errs), std::to_string(hb),
@@ -328,6 +337,8 @@ Status IdleSoak(const Options& o) {
     ::getrlimit(RLIMIT_NOFILE, &rl);
     for (auto& x : s) x->CloseNow(false);
     server.Stop();
+    r.verdicts.push_back(bench::AllOf("idle streams held", held, streams, true));
+    r.verdicts.push_back(bench::AllOf("idle streams with a heartbeat during the hold", with_hb, streams, true));
     r.rows.push_back({"B: 10,000 open idle streams, held " + Fmt(hold_s, 0) + " s (heartbeat 1 s)",
                       std::to_string(streams), std::to_string(held), std::to_string(drops), std::to_string(slow),
                       std::to_string(errs) + " (failed streams: " + std::to_string(failed) + ")", std::to_string(hb) + " (" + std::to_string(with_hb) +

@@ -1,8 +1,16 @@
 // render: rewrites the generated part of RESULTS.md from the raw results in
 // bench/results/, so that every number in RESULTS.md comes from a committed
-// result file and the command recorded in it.
+// result file and the command recorded in it; or prints the verdicts of a
+// run's results against their targets.
 //
 //   render [--results bench/results] [--out RESULTS.md]
+//   render --results DIR --verdicts [FILE.json...]
+//
+// --verdicts: for each result file of DIR (or each FILE named), its
+// "verdicts" (bench/lib/verdict.h): PASS or MISS against each target, or not
+// judged (a machine too loaded, by the one rule there, or a mode the target
+// is not set for), with the load average and the core count; then a count of
+// each. Exit status 0 whatever the verdicts (the numbers are the result).
 //
 // Files that follow the bench convention (see bench/loadgen/report.h: "bench",
 // "title", "command", "machine", "date", "columns", "rows", "notes",
@@ -15,8 +23,9 @@
 // RESULTS.md keeps whatever is outside the markers
 //   <!-- BEGIN GENERATED (bench/render) -->  ...  <!-- END GENERATED (bench/render) -->
 // and the text between them is replaced (the file is created if missing).
-// Exit status: 0 on success; 1 if a file cannot be read or written, or a
-// results file is not valid JSON.
+// Chart links are relative to the output file's folder (a run's RESULTS.md
+// sits beside its charts). Exit status: 0 on success; 1 if a file cannot be
+// read or written, or a results file is not valid JSON; 2 on a usage error.
 #include <dirent.h>
 
 #include <algorithm>
@@ -28,6 +37,7 @@
 #include <vector>
 
 #include "json/json.h"
+#include "lib/verdict.h"
 
 namespace {
 
@@ -91,7 +101,22 @@ void Table(std::string* md, const std::vector<std::string>& cols, const std::vec
   *md += "\n";
 }
 
-void RenderConvention(std::string* md, const Value& d, const std::string& file, const std::string& results_dir) {
+// The result's verdicts as a list (nothing for a result that records none).
+void RenderVerdicts(std::string* md, const Value& d) {
+  const Value* v = d.Find("verdicts");
+  if (!v || !v->is_array() || v->items().empty()) return;
+  tw::bench::VerdictTally tally;
+  const tw::bench::MachineLoad load = tw::bench::LoadOf(d);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "Verdicts (load average %.2f → %.2f on %d cores):\n\n", load.start, load.end,
+                load.cores);
+  *md += buf;
+  for (const std::string& line : tw::bench::VerdictLines(d, &tally)) *md += "- " + line + "\n";
+  *md += "\n";
+}
+
+// `charts` is the prefix of a chart's link: "" when the output sits in the results folder.
+void RenderConvention(std::string* md, const Value& d, const std::string& file, const std::string& charts) {
   *md += "### " + Str(d.Find("title")) + "\n\n";
   const Value* m = d.Find("machine");
   std::string machine = "unknown machine";
@@ -121,10 +146,11 @@ void RenderConvention(std::string* md, const Value& d, const std::string& file, 
   }
   if (const Value* c = d.Find("charts"); c && c->is_array()) {
     for (const auto& x : c->items()) {
-      *md += "![" + Str(x.Find("caption")) + "](" + results_dir + "/" + Str(x.Find("file")) + ")\n";
+      *md += "![" + Str(x.Find("caption")) + "](" + charts + Str(x.Find("file")) + ")\n";
     }
     if (!c->items().empty()) *md += "\n";
   }
+  RenderVerdicts(md, d);
 }
 
 // bench/http/run.sh: {"benchmark":"http_keepalive_healthz", "median":{...}, "runs":[...]}
@@ -189,18 +215,67 @@ void RenderCpuModel(std::string* md, const Value& d, const std::string& file) {
     for (const auto& x : smp->items()) srows.push_back({Str(x.Find("case")), Num(x.Find("median_us"), 1)});
     Table(md, {"sampling", "us per row (median)"}, srows);
   }
+  RenderVerdicts(md, d);
+}
+
+// Reads and parses dir/file into *v; false (and a message) if it cannot.
+bool ReadResult(const std::string& dir, const std::string& file, Value* v) {
+  std::string text;
+  if (!ReadFile(dir + "/" + file, &text)) {
+    std::fprintf(stderr, "render: cannot read %s/%s\n", dir.c_str(), file.c_str());
+    return false;
+  }
+  tw::json::ParseLimits limits;
+  limits.max_bytes = 256u << 20;
+  if (tw::Status st = tw::json::Parse(text, v, limits); !st.ok()) {
+    std::fprintf(stderr, "render: %s/%s: %s\n", dir.c_str(), file.c_str(), st.message().c_str());
+    return false;
+  }
+  return true;
+}
+
+// --verdicts: each file's verdicts, then the count of each kind.
+int PrintVerdicts(const std::string& dir, const std::vector<std::string>& files) {
+  tw::bench::VerdictTally tally;
+  std::printf("Verdicts of %s/ (%s):\n", dir.c_str(), tw::bench::LoadRule().c_str());
+  for (const auto& f : files) {
+    Value v;
+    if (!ReadResult(dir, f, &v)) return 1;
+    std::printf("%s", tw::bench::VerdictBlock(v, f, &tally).c_str());
+  }
+  std::printf("verdicts: %d PASS, %d MISS, %d not judged; %d result(s) without a target\n", tally.pass, tally.miss,
+              tally.not_judged, tally.without);
+  return 0;
+}
+
+// A chart link's prefix: "" when the output file sits in the results folder
+// (a run's RESULTS.md), else the results folder as given (RESULTS.md at the root).
+std::string ChartPrefix(const std::string& results_dir, const std::string& out) {
+  auto trim = [](std::string p) {
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    if (p.rfind("./", 0) == 0) p = p.substr(2);
+    return p;
+  };
+  const size_t slash = out.rfind('/');
+  const std::string out_dir = slash == std::string::npos ? "." : trim(out.substr(0, slash));
+  return trim(results_dir) == out_dir ? "" : trim(results_dir) + "/";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string results_dir = "bench/results", out = "RESULTS.md";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool verdicts = false;
+  std::vector<std::string> named;  // --verdicts FILE...
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--results") results_dir = argv[i + 1];
-    else if (a == "--out") out = argv[i + 1];
+    if (a == "--results" && i + 1 < argc) results_dir = argv[++i];
+    else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--verdicts") verdicts = true;
+    else if (verdicts && a.rfind("--", 0) != 0) named.push_back(a);
     else {
-      std::fprintf(stderr, "usage: render [--results DIR] [--out RESULTS.md]\n");
+      std::fprintf(stderr, "usage: render [--results DIR] [--out RESULTS.md]\n"
+                           "       render --results DIR --verdicts [FILE.json...]\n");
       return 2;
     }
   }
@@ -216,6 +291,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::sort(files.begin(), files.end());
+  if (verdicts) return PrintVerdicts(results_dir, named.empty() ? files : named);
   // Each WebSocket scenario right after its SSE twin, so they read side by side.
   const std::vector<std::string> order = {"streams/resume_storm",  "streams/ws_resume_storm",
                                           "streams/cancel_latency", "streams/abandonment",
@@ -225,19 +301,9 @@ int main(int argc, char** argv) {
   std::map<std::string, std::pair<std::string, Value>> convention;  // bench -> (file, doc)
   std::pair<std::string, Value> http, cpu;                          // newest of each (files are sorted)
   std::vector<std::string> skipped;
-  tw::json::ParseLimits limits;
-  limits.max_bytes = 256u << 20;
   for (const auto& f : files) {
-    std::string text;
-    if (!ReadFile(results_dir + "/" + f, &text)) {
-      std::fprintf(stderr, "render: cannot read %s/%s\n", results_dir.c_str(), f.c_str());
-      return 1;
-    }
     Value v;
-    if (tw::Status st = tw::json::Parse(text, &v, limits); !st.ok()) {
-      std::fprintf(stderr, "render: %s/%s: %s\n", results_dir.c_str(), f.c_str(), st.message().c_str());
-      return 1;
-    }
+    if (!ReadResult(results_dir, f, &v)) return 1;
     if (v.Find("bench") && v.Find("columns") && v.Find("rows")) {
       std::string key = Str(v.Find("bench"));  // before v is moved from
       convention[key] = {f, std::move(v)};
@@ -253,6 +319,7 @@ int main(int argc, char** argv) {
       skipped.push_back(f);
     }
   }
+  const std::string charts = ChartPrefix(results_dir, out);
   std::string md = std::string(kBegin) + "\n\n";
   md += "_Generated by `build/bench/render` from the JSON files in `" + results_dir +
         "/`; do not edit between the markers (run `make bench`, or `build/bench/render` alone)._\n\n";
@@ -263,11 +330,11 @@ int main(int argc, char** argv) {
       md += "### " + name + "\n\nNo result file yet.\n\n";
       continue;
     }
-    RenderConvention(&md, it->second.second, it->second.first, results_dir);
+    RenderConvention(&md, it->second.second, it->second.first, charts);
   }
   md += "## Other benchmarks\n\n";
   for (const auto& [name, fv] : convention) {
-    if (std::find(order.begin(), order.end(), name) == order.end()) RenderConvention(&md, fv.second, fv.first, results_dir);
+    if (std::find(order.begin(), order.end(), name) == order.end()) RenderConvention(&md, fv.second, fv.first, charts);
   }
   if (!http.first.empty()) RenderHttp(&md, http.second, http.first);
   else md += "### HTTP keep-alive (bench/http)\n\nNo result file yet.\n\n";

@@ -259,6 +259,10 @@ Status WsResumeStorm(const Options& o) {
             {"resume: new connection to first event, p50 / p99 / max (ms)",
              Fmt(r50, 2) + " / " + Fmt(r99, 2) + " / " + Fmt(rmax, 2), "not measured", ""},
             {"wall time (s)", Fmt(wall_s, 1), "", ""}};
+  r.verdicts = loadgen::ResumeStormVerdicts({static_cast<uint64_t>(streams), complete, reconnects,
+                                             static_cast<uint64_t>(streams * drops), expected, received, lost, dup,
+                                             gaps, vs_log, vs_ref, failed, log_missing});
+  r.verdicts.push_back(bench::NoneOf("error messages received", errors));
   if (!finished) r.notes.push_back("the run hit its deadline before every stream finished");
   if (!first_failure.empty()) r.notes.push_back("first failure: " + first_failure);
   r.notes.push_back("Same streams, prompts, seeds, drop points (same generator and seed) and reconnect delays as "
@@ -440,20 +444,24 @@ Status WsConcurrency(const Options& o) {
   r.columns = {"metric (median of " + std::to_string(reps) + " runs; each run in brackets)", "p50", "p99", "max",
                "vs SSE p50 / p99 (" + sse.file + ")", "target"};
   r.rows = {{"TTFT (ms, client, from connect)", MedianCell(runs, &ConcRun::t50, 1), MedianCell(runs, &ConcRun::t99, 1),
-             MedianCell(runs, &ConcRun::tmax, 1), S("TTFT", false), "p99 ≤ 210"},
+             MedianCell(runs, &ConcRun::tmax, 1), S("TTFT", false), "p99 ≤ " + Fmt(loadgen::kConcurrencyTtftP99Ms, 0)},
             {"inter-token gap (ms)", MedianCell(runs, &ConcRun::g50, 2), MedianCell(runs, &ConcRun::g99, 2),
              MedianCell(runs, &ConcRun::gmax, 2), S("inter-token gap", false), ""},
             {"added inter-token latency, gap − 50 ms", MedianCell(runs, &ConcRun::a50, 2),
              MedianCell(runs, &ConcRun::a99, 2), MedianCell(runs, &ConcRun::amax, 2), S("added inter-token", false),
-             "p99 ≤ 5"},
+             "p99 ≤ " + Fmt(loadgen::kConcurrencyAddedGapP99Ms, 0)},
             {"load generator's own timer lateness (ms, 10 ms timer)", MedianCell(runs, &ConcRun::l50, 2),
              MedianCell(runs, &ConcRun::l99, 2), MedianCell(runs, &ConcRun::lmax, 2), S("load generator", false), ""},
-            {"server peak RSS (VmHWM, MB), largest run", Fmt(hwm_max, 1), "", "", S("server peak RSS", true), "≤ 100"},
+            {"server peak RSS (VmHWM, MB), largest run", Fmt(hwm_max, 1), "", "", S("server peak RSS", true),
+             "≤ " + Fmt(loadgen::kConcurrencyPeakRssMb, 0)},
             {"server RSS before a run (MB)", Fmt(Percentile(&idle_mb, 50), 1), "", "", S("server RSS before", true), ""},
             {"streams complete / errors, all runs", std::to_string(complete) + " / " + std::to_string(errors), "", "",
              S("streams complete", true), std::to_string(reps * streams) + " / 0"},
             {"tokens received, all runs", std::to_string(tokens_got), "", "", S("tokens received", true),
              std::to_string(reps * streams * tokens)}};
+  r.verdicts = loadgen::ConcurrencyVerdicts({MedianOf(runs, &ConcRun::t99), MedianOf(runs, &ConcRun::a99), hwm_max,
+                                             complete, errors, static_cast<uint64_t>(reps * streams), tokens_got,
+                                             static_cast<uint64_t>(reps * streams * tokens)});
   if (!finished) r.notes.push_back("a run hit its deadline before every stream finished");
   if (!first_failure.empty()) r.notes.push_back("first failure: " + first_failure);
   r.notes.push_back("Same streams, prompts, seeds, server flags, 1 s ramp and 3 repetitions as the SSE concurrency "
