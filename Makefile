@@ -9,7 +9,7 @@
 #   make thread-safety  clang's -Wthread-safety over src/ (common/mutex.h annotations)
 #   make run          build everything, serve GPT-2 on 127.0.0.1:8080 (ARGS="..." adds flags)
 #   make demo         the same with the mock backend at a readable pace (DEMO_FLAGS)
-#   make bench        benchmarks; rewrites RESULTS.md tables from bench/results/
+#   make bench        benchmarks into bench/runs/<date>/ with verdicts; RESULTS.md from bench/results/
 #   make CUDA=1       the GPU build in build/cuda (nvcc; kernels/kernels.mk)
 #   make test-gpu     the GPU suites (tests/gpu; CUDA=1 implied); skip without a GPU
 #   V=1               print whole compiler commands instead of short lines

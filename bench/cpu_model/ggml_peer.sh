@@ -5,7 +5,7 @@
 # (--ours) so that the ratios come from one run. See README.md ("ggml peer").
 #
 #   bash bench/cpu_model/ggml_peer.sh [--ggml-src DIR] [--ggml-commit SHA] [--ours]
-#                                     [--rounds N] [--threads N] [--steps N] [--quiet-wait S]
+#                                     [--rounds N] [--threads N] [--steps N] [--quiet-wait S] [--out DIR]
 #
 # --ggml-src: a ggml source tree (default: $GGML_SRC), e.g.
 #   git clone https://github.com/ggml-org/ggml /tmp/ggml-src (measured at d99724f2b141)
@@ -22,9 +22,11 @@
 # default) into build/ggml-peer/build, writes the models into build/ggml-peer/
 # (bench/cpu_model/ggml_gpt2_model.py needs python3-numpy), and takes
 # `flock /tmp/tw-bench.lock` around every measurement. Writes
-# bench/results/ggml_peer-<UTC date>.json.
+# DIR/ggml_peer-<UTC date>.json, where DIR is --out, else $BENCH_OUT, else a
+# new bench/runs/<date>/ (bench/lib/common.sh; never bench/results/).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/lib/common.sh
 
 SRC="${GGML_SRC:-}"
 COMMIT="${GGML_COMMIT:-}"
@@ -33,7 +35,8 @@ QUIET_WAIT=60
 ROUNDS=3
 THREADS=2
 STEPS=10
-usage() { echo "usage: $0 [--ggml-src DIR] [--ggml-commit SHA] [--ours] [--rounds N] [--threads N] [--steps N] [--quiet-wait S]" >&2; exit 2; }
+OUT_FLAG=""
+usage() { echo "usage: $0 [--ggml-src DIR] [--ggml-commit SHA] [--ours] [--rounds N] [--threads N] [--steps N] [--quiet-wait S] [--out DIR]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --ggml-src) SRC="$2"; shift 2 ;;
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
     --threads) THREADS="$2"; shift 2 ;;
     --steps) STEPS="$2"; shift 2 ;;
     --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
+    --out) OUT_FLAG="$2"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -56,7 +60,8 @@ PY=/usr/bin/python3
 LOCK=/tmp/tw-bench.lock
 W=build/ggml-peer
 BIN="$W/build/bin"
-mkdir -p "$W" bench/results
+mkdir -p "$W"
+RUN_DIR=$(bench_run_dir "$OUT_FLAG")
 
 # --- build (no lock) ---------------------------------------------------------
 echo "== building ggml examples ($SRC, commit $COMMIT) into $W/build"
@@ -90,7 +95,7 @@ PROMPT="$($PY bench/cpu_model/ggml_gpt2_model.py --prompt)"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 DATE="$(date -u +%Y-%m-%d)"
-OUT="bench/results/ggml_peer-${DATE}.json"
+OUT="$RUN_DIR/ggml_peer-${DATE}.json"
 FORMATS="f32 f16 q8_0"
 BATCHES="1 8 32"
 NPRED=$((STEPS + 1))   # gpt-2-batched decodes n_predict-1 steps after the prompt

@@ -2,11 +2,13 @@
 # CPU model benchmark, side by side: TokenWire's CPU forward pass
 # (build/bench_cpu_model), the PyTorch peer (torch_gpt2_peer.py, if torch is
 # installed), and the machine's floors (read bandwidth, FMA peak, measured by
-# the bench program). Writes bench/results/cpu_model-<UTC date>.json and
-# prints a markdown table.
+# the bench program). Writes DIR/cpu_model-<UTC date>.json, prints a
+# markdown table and the verdicts against the targets (build/bench/render
+# --verdicts). DIR: --out, else $BENCH_OUT, else a new bench/runs/<date>/
+# (bench/lib/common.sh; never bench/results/).
 #
 #   bash bench/cpu_model/run.sh [--quick] [--threads N] [--weights f32,bf16,q8]
-#                               [--isa avx512,avx2] [--no-peer]
+#                               [--isa avx512,avx2] [--no-peer] [--out DIR]
 #
 # --weights / --isa: the weight formats and kernel levels to measure, every
 # pair in turn in each round (default: f32 at the best level); the first
@@ -17,12 +19,14 @@
 # Both sides run with the same thread count (default: all hardware threads).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/lib/common.sh
 
 QUICK=""
 THREADS="$(nproc)"
 WEIGHTS="f32"
 ISA=""
 PEER=1
+OUT_FLAG=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK="--quick"; shift ;;
@@ -30,22 +34,23 @@ while [ $# -gt 0 ]; do
     --weights) WEIGHTS="$2"; shift 2 ;;
     --isa) ISA="$2"; shift 2 ;;
     --no-peer) PEER=0; shift ;;
-    *) echo "usage: $0 [--quick] [--threads N] [--weights f32,bf16,q8] [--isa avx512,avx2] [--no-peer]" >&2; exit 2 ;;
+    --out) OUT_FLAG="$2"; shift 2 ;;
+    *) echo "usage: $0 [--quick] [--threads N] [--weights f32,bf16,q8] [--isa avx512,avx2] [--no-peer] [--out DIR]" >&2; exit 2 ;;
   esac
 done
+RUN_DIR=$(bench_run_dir "$OUT_FLAG")
 
 # The top-level Makefile includes bench/*/bench.mk; fall back to naming ours.
 if make -n build/bench_cpu_model >/dev/null 2>&1; then
-  make -j2 build/bench_cpu_model
+  make -j2 build/bench_cpu_model build/bench/render
 else
-  make -j2 -f Makefile -f bench/cpu_model/bench.mk build/bench_cpu_model
+  make -j2 -f Makefile -f bench/cpu_model/bench.mk build/bench_cpu_model build/bench/render
 fi
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 DATE="$(date -u +%Y-%m-%d)"
-OUT="bench/results/cpu_model-${DATE}.json"
-mkdir -p bench/results
+OUT="$RUN_DIR/cpu_model-${DATE}.json"
 
 echo "== TokenWire CPU forward (threads ${THREADS})"
 LOAD_OURS="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -85,9 +90,25 @@ if m:
 sys.path.insert(0, "bench/cpu_model")  # run from the repository root
 from machine import cpu_name
 cpu = cpu_name()
+# The targets, each stated once: the table's last column and the verdicts
+# (bench/lib/verdict.h's fields; build/bench/render --verdicts prints them).
+PREFILL_MS_MAX = 200
+DECODE_TOK_S_MIN = {1: 35, 32: 500}
+verdicts = [{"check": "prefill 200 tokens, median", "measured": f"{ours['prefill']['median_ms']:.1f} ms",
+             "target": f"≤ {PREFILL_MS_MAX} ms", "pass": ours["prefill"]["median_ms"] <= PREFILL_MS_MAX,
+             "load_sensitive": True, "not_judged": ""}]
+for d in ours["decode"]:
+    if d["batch"] in DECODE_TOK_S_MIN:
+        want = DECODE_TOK_S_MIN[d["batch"]]
+        verdicts.append({"check": f"decode step B={d['batch']}, ctx 200", "measured": f"{d['tok_per_s']:.1f} tok/s",
+                         "target": f"≥ {want} tok/s", "pass": d["tok_per_s"] >= want, "load_sensitive": True,
+                         "not_judged": ""})
+with open("/proc/loadavg") as f:
+    load_end = " ".join(f.read().split()[:3])
 result = {
     "date": date, "cpu": cpu, "nproc": int(subprocess.check_output(["nproc"]).strip()),
     "loadavg_before_ours": load_ours, "loadavg_before_peer": load_peer,
+    "loadavg_start": load_ours, "loadavg_end": load_end, "verdicts": verdicts,
     "tokenwire": ours, "pytorch_peer": peer, "pytorch_peer_status": peer_status,
     "pytorch_peer_raw": peer_text,
 }
@@ -95,8 +116,8 @@ json.dump(result, open(out_path, "w"), indent=1)
 
 rows = []  # (label, ours value, peer value, floor value, unit, higher_is_better, target)
 rows.append(("prefill 200 tokens", ours["prefill"]["median_ms"], peer and peer["prefill_ms"],
-             ours["prefill"]["floor_ms"], "ms", False, "<= 200 ms"))
-targets = {1: ">= 35 tok/s", 8: "", 32: ">= 500 tok/s"}
+             ours["prefill"]["floor_ms"], "ms", False, f"<= {PREFILL_MS_MAX} ms"))
+targets = {b: f">= {v} tok/s" for b, v in DECODE_TOK_S_MIN.items()}
 for d in ours["decode"]:
     b = d["batch"]
     p = peer and next((x["tok_per_s"] for x in peer["decode"] if x["batch"] == b), None)
@@ -130,3 +151,5 @@ if /usr/bin/python3 -c "import json,sys; sys.exit(0 if len(json.load(open('$OUT'
   echo
   /usr/bin/python3 bench/cpu_model/formats_table.py "$OUT"
 fi
+echo
+build/bench/render --results "$RUN_DIR" --verdicts "$(basename "$OUT")"

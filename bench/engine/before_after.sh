@@ -6,20 +6,24 @@
 #   bash bench/engine/before_after.sh REV [EXP ...]
 #       (default experiments: overlap joiners slow_readers disconnects)
 #
-# REV's binary is built in a temporary git worktree. Results:
-#   bench/results/engine-<exp>.json        this tree (and its charts), as
-#                                          bench/engine/run.sh --full writes it
-#   bench/results/engine-<exp>-before.json REV's, renamed "engine-<exp>-before"
-#                                          and titled with REV, without charts
-# then build/bench/render rewrites RESULTS.md. Each file records the command.
+# REV's binary is built in a temporary git worktree. Results, in DIR
+# ($BENCH_OUT, else a new bench/runs/<date>/: bench/lib/common.sh):
+#   DIR/engine-<exp>.json        this tree (and its charts), as
+#                                bench/engine/run.sh --full writes it
+#   DIR/engine-<exp>-before.json REV's, renamed "engine-<exp>-before"
+#                                and titled with REV, without charts
+# Each file records the command. bash bench/promote.sh DIR makes them the
+# committed reference results (bench/results/) and re-renders RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/lib/common.sh
 [ $# -ge 1 ] || { echo "usage: $0 REV [overlap|joiners|slow_readers|disconnects ...]" >&2; exit 2; }
 REV="$(git rev-parse --short "$1")"
 shift
 EXPS=("$@")
 [ ${#EXPS[@]} -gt 0 ] || EXPS=(overlap joiners slow_readers disconnects)
 THREADS="$(nproc)"
+OUT=$(bench_run_dir "")
 
 TMP="$(mktemp -d)"
 OLD="$TMP/tree"
@@ -29,19 +33,19 @@ git worktree add --detach "$OLD" "$REV" >/dev/null
 echo "== building $REV's engine_bench (in $OLD)"
 env -u MAKEFLAGS -u MFLAGS make -s -C "$OLD" -j"$THREADS" build/bench/engine_bench
 echo "== building this tree's engine_bench"
-env -u MAKEFLAGS -u MFLAGS make -s -j"$THREADS" build/bench/engine_bench build/bench/render build/weights_tool
+env -u MAKEFLAGS -u MFLAGS make -s -j"$THREADS" build/bench/engine_bench build/weights_tool
 build/weights_tool random --shape gpt2 --out "$TMP/gpt2" >/dev/null
 MODEL=(--model "$TMP/gpt2" --model-note "random weights: weights_tool random --shape gpt2")
 CMD="bash bench/engine/before_after.sh $REV ${EXPS[*]}"
-mkdir -p bench/results "$TMP/before"
+mkdir -p "$TMP/before"
 for EXP in "${EXPS[@]}"; do
   echo "== engine $EXP: $REV"
   "$OLD/build/bench/engine_bench" --exp "$EXP" "${MODEL[@]}" --threads "$THREADS" \
     --command "$CMD (the $REV side)" --out "$TMP/before/engine-$EXP.json" > /dev/null
   echo "== engine $EXP: this tree"
   build/bench/engine_bench --exp "$EXP" "${MODEL[@]}" --threads "$THREADS" \
-    --command "$CMD (this tree's side)" --out "bench/results/engine-$EXP.json" > /dev/null
-  /usr/bin/python3 - "$TMP/before/engine-$EXP.json" "bench/results/engine-$EXP-before.json" "$REV" "$EXP" <<'EOF'
+    --command "$CMD (this tree's side)" --out "$OUT/engine-$EXP.json" > /dev/null
+  /usr/bin/python3 - "$TMP/before/engine-$EXP.json" "$OUT/engine-$EXP-before.json" "$REV" "$EXP" <<'EOF'
 import json, sys
 src, dst, rev, exp = sys.argv[1:]
 d = json.load(open(src))
@@ -52,4 +56,4 @@ json.dump(d, open(dst, "w"), indent=1)
 open(dst, "a").write("\n")
 EOF
 done
-build/bench/render --results bench/results --out RESULTS.md
+echo "results: $OUT/ (bash bench/promote.sh $OUT to make them the reference)" >&2

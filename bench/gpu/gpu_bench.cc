@@ -152,7 +152,7 @@ std::string Fixed(double v, int d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, torch_file, out = "bench/results/gpu-runner.json";
+  std::string dir, torch_file, out;  // out: a run's folder (bench/gpu/run.sh OUTDIR), never bench/results/
   int steps = 40, context = 200;
   std::string command;
   for (int i = 0; i < argc; i++) command += (i ? " " : "") + std::string(argv[i]);
@@ -164,8 +164,8 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoi(argv[++i]);
     else if (a == "--context") context = std::atoi(argv[++i]);
   }
-  if (dir.empty()) {
-    std::fprintf(stderr, "usage: gpu_bench --model DIR [--torch torch.json] [--out FILE]\n");
+  if (dir.empty() || out.empty()) {
+    std::fprintf(stderr, "usage: gpu_bench --model DIR --out FILE [--torch torch.json]\n");
     return 2;
   }
   std::unique_ptr<model::Gpt2Model> loaded;

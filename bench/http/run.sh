@@ -6,11 +6,21 @@
 # daemon, no root needed). wrk drives both with the same settings, alternating
 # TokenWire / nginx, REPS times; the row reports medians.
 #
-#   bash bench/http/run.sh          (DURATION=10 REPS=3 THREADS=1 CONNS=50)
-# Needs: wrk, nginx (apt-get install -y wrk nginx).
-# Output: bench/results/http-<UTC date>.json (raw runs) and a markdown row.
+#   bash bench/http/run.sh [--out DIR]      (DURATION=10 REPS=3 THREADS=1 CONNS=50)
+# Needs: wrk, nginx (apt-get install -y wrk nginx); a missing one is named.
+# Output: DIR/http-<UTC date>.json (raw runs; no target is set, so its
+# verdict says so) and a markdown row, where DIR is --out, else $BENCH_OUT,
+# else a new bench/runs/<date>/ (bench/lib/common.sh; never bench/results/).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/lib/common.sh
+OUT_FLAG=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT_FLAG="$2"; shift 2 ;;
+    *) echo "usage: $0 [--out DIR]" >&2; exit 2 ;;
+  esac
+done
 
 DURATION=${DURATION:-10}
 REPS=${REPS:-3}
@@ -18,12 +28,15 @@ THREADS=${THREADS:-1}
 CONNS=${CONNS:-50}
 BIN=build/bench/http_server_bench
 
+MISSING=""
 for tool in wrk nginx; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y wrk nginx" >&2; exit 1; }
+  command -v "$tool" >/dev/null || MISSING="$MISSING $tool"
 done
+[ -z "$MISSING" ] || { echo "missing:$MISSING (apt-get install -y$MISSING)" >&2; exit 1; }
+RUN_DIR=$(bench_run_dir "$OUT_FLAG")
 # The top-level Makefile includes bench/*/bench.mk; older checkouts need -f.
 if grep -q 'bench/\*/bench.mk' Makefile; then
-  make -s -j2 "$BIN"
+  make -s -j2 "$BIN" build/bench/render
 else
   make -s -j2 -f Makefile -f bench/http/bench.mk "$BIN"
 fi
@@ -89,6 +102,7 @@ parse() {
     END { printf "%s %s\n", rps, p99 }' "$1"
 }
 
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 RUNS_JSON=""
 for rep in $(seq "$REPS"); do
   for name in tokenwire nginx; do
@@ -115,10 +129,10 @@ DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 CPU=$(awk -F'\t*: *' '$1 == "model name" { n = $2 } $1 == "cpu family" { f = $2 } $1 == "model" { m = $2 }
   $1 == "stepping" { s = $2 } /^$/ { exit }
   END { printf "%s (family %s, model %s, stepping %s)", n == "" ? "unknown CPU" : n, f, m, s }' /proc/cpuinfo)
-mkdir -p bench/results
-OUT="bench/results/http-$(date -u +%Y%m%d-%H%M%S).json"
+OUT="$RUN_DIR/http-$(date -u +%Y%m%d-%H%M%S).json"
 cat >"$OUT" <<JSON
 {"benchmark":"http_keepalive_healthz","date":"$DATE","machine":"$(uname -m) $(nproc) cores","cpu":"$CPU",
+ "nproc":$(nproc),"loadavg_start":"$LOAD_START","loadavg_end":"$(cut -d' ' -f1-3 /proc/loadavg)","verdicts":[],
  "command":"wrk -t$THREADS -c$CONNS -d${DURATION}s --latency GET /healthz","reps":$REPS,
  "nginx_version":"$(nginx -v 2>&1 | sed 's/.*nginx\///')",
  "median":{"tokenwire":{"requests_per_s":$TW_RPS,"p99_ms":$TW_P99},"nginx":{"requests_per_s":$NG_RPS,"p99_ms":$NG_P99},"ratio_rps":$RATIO},
@@ -126,3 +140,5 @@ cat >"$OUT" <<JSON
 JSON
 echo "raw results: $OUT" >&2
 echo "| HTTP keep-alive GET /healthz (wrk -t$THREADS -c$CONNS -d${DURATION}s, median of $REPS) | TokenWire $TW_RPS req/s, p99 $TW_P99 ms | nginx $NG_RPS req/s, p99 $NG_P99 ms | ratio $RATIO |"
+[ -x build/bench/render ] && build/bench/render --results "$RUN_DIR" --verdicts "$(basename "$OUT")"
+exit 0

@@ -24,12 +24,19 @@ int LoadgenMain(int argc, char** argv, const char* program, const std::vector<Sc
     } else if (a == "--help" || a == "-h" || a.rfind("--", 0) == 0) {
       std::string list;
       for (const Scenario& s : scenarios) list += std::string(s.name) + " ";
-      std::fprintf(stderr, "usage: %s [--server BIN] [--out DIR] [--full] SCENARIO...\n  scenarios: %sall\n", program,
+      std::fprintf(stderr, "usage: %s [--server BIN] --out DIR [--full] SCENARIO...\n  scenarios: %sall\n", program,
                    list.c_str());
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       names.push_back(a);
     }
+  }
+  if (o.out_dir.empty()) {
+    std::fprintf(stderr,
+                 "%s: --out DIR is required: the run's own folder (bench/run.sh makes bench/runs/<date>/); the "
+                 "committed reference results in bench/results/ are replaced only by bash bench/promote.sh RUN\n",
+                 program);
+    return 2;
   }
   if (names.empty() || (names.size() == 1 && names[0] == "all")) {
     names.clear();

@@ -1,12 +1,14 @@
 // loadgen: TokenWire's streaming load generator (the streams scenarios of
 // `make bench`).
 //
-//   loadgen [--server build/tokenwire] [--out bench/results] [--full] SCENARIO...
+//   loadgen [--server build/tokenwire] --out DIR [--full] SCENARIO...
 //
 // SCENARIO: resume_storm cancel_latency abandonment concurrency idle_soak
 // backpressure throughput chaos, or all. Each one starts its own server process on an
-// ephemeral loopback port, runs, and writes <out>/<scenario>.json and charts.
-// A progress line goes to stderr while it runs. Exit status: 0 when every
+// ephemeral loopback port, runs, and writes <out>/<scenario>.json and charts,
+// then prints its verdicts (PASS / MISS against each target, or not judged on
+// a loaded machine: bench/lib/verdict.h). A progress line goes to stderr while
+// it runs. Exit status: 0 when every
 // scenario ran (its targets met or not: the numbers are the result); 1 when
 // one could not run (the server did not start, a file could not be written),
 // or when one of chaos's checks failed (its result file is written first).

@@ -17,7 +17,7 @@ namespace tw::loadgen {
 
 struct Options {
   std::string server = "build/tokenwire";  // server binary
-  std::string out_dir = "bench/results";
+  std::string out_dir;                     // --out: a run's folder (required; never bench/results/)
   bool full = false;                       // BENCH=full sizes
   std::string command;                     // how the loadgen was invoked
 };
