@@ -14,6 +14,8 @@
 #   make bench BENCH=http      only the HTTP bench (~1 min)
 #   make bench BENCH=streams,http,cpu,engine,grammar,full   any comma-separated selection
 #                              (naming any of streams/http/cpu/engine/grammar runs only those)
+#   make bench BENCH=streams SCENARIOS="resume_storm ws_resume_storm"
+#                              only these streams scenarios (ws_*: the WebSocket twins)
 # The CPU model, engine and grammar benches take minutes, so the default leaves
 # them out.
 # The streams scenarios end with chaos, a soak of mixed clients against the
@@ -62,11 +64,20 @@ START=$(date +%s)
 status=0
 if [ -n "$RUN_STREAMS" ]; then
   MODE=quick; [ -n "$FULL" ] && MODE=full
-  echo "== streams scenarios ($MODE)"
-  bash bench/streams/run.sh ${FULL:+--full} || status=1
-  echo "== the same resume storm and 1,000-stream scenarios over WebSocket"
-  bench_settle
-  bash bench/ws_loadgen/run.sh ${FULL:+--full} || status=1
+  SSE=(all); WS=(all)
+  if [ -n "${SCENARIOS:-}" ]; then
+    SSE=(); WS=()
+    for s in $SCENARIOS; do case "$s" in ws_*) WS+=("$s") ;; *) SSE+=("$s") ;; esac; done
+  fi
+  if [ ${#SSE[@]} -gt 0 ]; then
+    echo "== streams scenarios ($MODE)"
+    bash bench/streams/run.sh ${FULL:+--full} "${SSE[@]}" || status=1
+  fi
+  if [ ${#WS[@]} -gt 0 ]; then
+    echo "== the same resume storm and 1,000-stream scenarios over WebSocket"
+    [ ${#SSE[@]} -eq 0 ] || bench_settle
+    bash bench/ws_loadgen/run.sh ${FULL:+--full} "${WS[@]}" || status=1
+  fi
 fi
 if [ -n "$RUN_HTTP" ]; then
   echo "== HTTP bench (bench/http/run.sh)"

@@ -13,7 +13,8 @@
 # load average is at least the core count as it starts (bench/lib/verdict.h),
 # and the previous bench's own load lingers in that average for a minute. So
 # while the average is at or above the core count and still falling, this
-# waits, 5 s at a time, at most BENCH_SETTLE_S seconds (default 60); load
+# waits, 6 s at a time (the kernel updates the average every 5 s, so each
+# look sees a new value), at most BENCH_SETTLE_S seconds (default 60); load
 # that is not falling is other work, and waiting would not help.
 
 bench_run_dir() {
@@ -48,7 +49,7 @@ bench_settle() {
     fi
     [ -z "$last" ] && echo "load average $load on $cores cores: waiting up to ${limit} s for the last bench's own load to fade" >&2
     last=$load
-    sleep 5
-    waited=$((waited + 5))
+    sleep 6
+    waited=$((waited + 6))
   done
 }
