@@ -152,7 +152,7 @@ std::string Fixed(double v, int d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, torch_file, out;  // out: a run's folder (bench/gpu/run.sh OUTDIR), never bench/results/
+  std::string dir, torch_file, out;  // out: the result file, in a run's folder (bench/gpu/run.sh OUTDIR)
   int steps = 40, context = 200;
   std::string command;
   for (int i = 0; i < argc; i++) command += (i ? " " : "") + std::string(argv[i]);
