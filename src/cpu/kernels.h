@@ -93,6 +93,13 @@ size_t PackedWeightFloats(int in, int out);
 void PackWeight(const float* w, int in, int out, float* dst);
 // wt: (out, in) row-major (e.g. the tied LM head wte, (V, C)); packs wt^T.
 void PackWeightTransposed(const float* wt, int in, int out, float* dst);
+// Only panels [panel_begin, panel_end) of PackWeight (or, with `transposed`,
+// PackWeightTransposed) into their place in dst (the whole packed buffer):
+// ranges that tile [0, ceil(out/16)) write the same bytes as one whole
+// pack, so a caller may pack one matrix on several threads (the trainer
+// repacks its weights and gradients every step).
+void PackWeightPanels(const float* w, int in, int out, bool transposed, int panel_begin, int panel_end,
+                      float* dst);
 
 // Bytes PackWeightAs writes for an (in, out) weight in `format` (a multiple
 // of 64: each part starts 64-byte aligned).

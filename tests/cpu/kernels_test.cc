@@ -100,6 +100,19 @@ TEST(PackTest, TransposedPackingEqualsPlainPacking) {
   EXPECT_EQ(a[(3 * in + 5) * 16 + 15], 0.0f);
 }
 
+TEST(PackTest, PanelRangesThatTileTheMatrixWriteTheWholePack) {
+  std::mt19937 gen(8);
+  const int in = 21, out = 83;  // 6 panels, the last one 3 columns wide
+  std::vector<float> w = Random(static_cast<size_t>(in) * out, &gen);
+  for (bool transposed : {false, true}) {
+    std::vector<float> whole(PackedWeightFloats(in, out), kNaN), parts(whole.size(), kNaN);
+    if (transposed) PackWeightTransposed(w.data(), in, out, whole.data());
+    else PackWeight(w.data(), in, out, whole.data());
+    for (int p0 : {4, 0, 1}) PackWeightPanels(w.data(), in, out, transposed, p0, p0 == 1 ? 4 : p0 == 4 ? 6 : 1, parts.data());
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], parts[i]) << i << (transposed ? " transposed" : "");
+  }
+}
+
 struct MatmulCase {
   int rows, in, out;
   bool bias, accumulate;
