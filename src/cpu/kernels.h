@@ -23,7 +23,9 @@
 // each continuing from the stored value), so each output is one FMA chain
 // over k (q8: one per block, then one FMA per block; kQ8) whatever the
 // number of rows: a row's result does not depend on the other rows in the
-// batch.
+// batch. The chain is the same at avx2 and avx512 (only the tiles differ),
+// so a float32 Matmul gives the same bits at both levels (tested:
+// MatmulIsaContract); the scalar level multiplies and adds separately.
 //
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be

@@ -189,6 +189,43 @@ TEST_P(KernelsTest, MatmulRowsAreBitwiseIndependentOfTheRowCount) {
   }
 }
 
+// The float32 Matmul gives the same bits at avx2 and avx512 (each output is
+// one FMA chain over k in k order, from the same start, at both levels; only
+// the register tiles differ): a contract the trainer's reproducibility
+// across machines rests on (src/train/trainer.h). Shapes of its steps: the
+// layers' forward and dX (K = C, 3C, 4C), dW = X^T dY (rows = C, K = B*T >
+// 1024: chunked K), the LM head (N = 50257: a ragged last panel), with and
+// without bias, accumulating and not. The scalar level rounds differently
+// (no FMA) and is not part of it.
+TEST(MatmulIsaContract, Avx2AndAvx512GiveTheSameBits) {
+  if (!IsaSupported(Isa::kAvx2) || !IsaSupported(Isa::kAvx512)) {
+    GTEST_SKIP() << "needs both avx2 and avx512 (this CPU's best: " << IsaName(BestIsa()) << ")";
+  }
+  std::mt19937 gen(21);
+  ThreadPool pool(2);
+  const MatmulCase cases[] = {
+      {256, 128, 384, true, false}, {256, 512, 128, true, true}, {128, 2048, 384, false, false},
+      {40, 4096, 200, false, true}, {24, 128, 50257, false, false}, {7, 19, 53, true, false},
+  };
+  for (const MatmulCase& c : cases) {
+    std::vector<float> x = Random(static_cast<size_t>(c.rows) * c.in, &gen);
+    std::vector<float> w = Random(static_cast<size_t>(c.in) * c.out, &gen);
+    std::vector<float> b = Random(c.out, &gen);
+    std::vector<float> y0 = Random(static_cast<size_t>(c.rows) * c.out, &gen);
+    std::vector<float> packed(PackedWeightFloats(c.in, c.out));
+    PackWeight(w.data(), c.in, c.out, packed.data());
+    const PackedWeight pw{packed.data(), c.in, c.out};
+    std::vector<float> y[2] = {y0, y0};
+    for (int level = 0; level < 2; ++level) {
+      ASSERT_TRUE(ForceIsa(level == 0 ? Isa::kAvx2 : Isa::kAvx512).ok());
+      Matmul(&pool, x.data(), c.rows, pw, c.bias ? b.data() : nullptr, y[level].data(), c.accumulate);
+    }
+    ResetIsa();
+    EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)))
+        << c.rows << " x " << c.in << " x " << c.out;
+  }
+}
+
 TEST_P(KernelsTest, LayerNormMatchesNaive) {
   ThreadPool pool(2);
   for (int C : {1, 7, 16, 64, 100, 768}) {
