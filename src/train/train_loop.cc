@@ -247,6 +247,7 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
   };
 
   const auto t0 = std::chrono::steady_clock::now();
+  double last_elapsed = 0;
   for (int step = 1; step <= o.steps; ++step) {
     for (int b = 0; b < o.batch; ++b) sampler.Next(inputs.data() + static_cast<size_t>(b) * o.seq,
                                                     targets.data() + static_cast<size_t>(b) * o.seq);
@@ -269,8 +270,9 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
     const double tokens = static_cast<double>(rows) * step;
     char val_text[32] = "";
     if (!std::isnan(val)) std::snprintf(val_text, sizeof val_text, "  val %.4f", val);
-    say("step %d/%d  loss %.4f%s  lr %.2e  norm %.3f  %.0f tok/s  %.1f s\n", step, o.steps, loss, val_text, lr, norm,
-        tokens / elapsed, elapsed);
+    say("step %d/%d  loss %.4f%s  lr %.2e  norm %.3f  %.0f ms  %.0f tok/s  %.1f s\n", step, o.steps, loss, val_text,
+        lr, norm, (elapsed - last_elapsed) * 1e3, tokens / elapsed, elapsed);
+    last_elapsed = elapsed;
     if (log) {
       char val_csv[32] = "";
       if (!std::isnan(val)) std::snprintf(val_csv, sizeof val_csv, "%.6f", val);
