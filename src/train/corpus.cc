@@ -1,14 +1,11 @@
 #include "train/corpus.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <string_view>
+
+#include "common/file.h"
 
 namespace tw::train {
 namespace {
@@ -84,39 +81,10 @@ Status SplitCorpus(std::string_view text, const tokenizer::Tokenizer& tok, Corpu
 }
 
 Status LoadCorpus(const std::string& path, const tokenizer::Tokenizer& tok, Corpus* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("corpus: open('" + path + "')");
-  struct stat sb;
-  if (::fstat(fd, &sb) != 0) {
-    Status st = Status::FromErrno("corpus: fstat('" + path + "')");
-    ::close(fd);
-    return st;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    ::close(fd);
-    return Status::Error("corpus: '" + path + "' is not a regular file");
-  }
-  if (static_cast<uint64_t>(sb.st_size) > kMaxCorpusBytes) {
-    ::close(fd);
-    return Status::Error("corpus: '" + path + "' has " + std::to_string(sb.st_size) + " bytes, over the " +
-                         std::to_string(kMaxCorpusBytes) + "-byte limit");
-  }
-  std::string text(static_cast<size_t>(sb.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t r = ::read(fd, text.data() + got, text.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      Status st = Status::FromErrno("corpus: read('" + path + "')");
-      ::close(fd);
-      return st;
-    }
-    if (r == 0) break;
-    got += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  text.resize(got);
-  Status st = SplitCorpus(text, tok, out);
+  std::string text;
+  Status st = ReadFileBounded(path, kMaxCorpusBytes, &text);
+  if (!st.ok()) return Status::Error("corpus: " + st.message());
+  st = SplitCorpus(text, tok, out);
   if (!st.ok()) return Status::Error("corpus '" + path + "': " + st.message());
   return Status::Ok();
 }
