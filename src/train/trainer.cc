@@ -56,11 +56,18 @@ void TransposeRows(const float* src, int rows, int cols, int r0, int r1, float* 
 
 int Panels(int out) { return (out + cpu::kPanelWidth - 1) / cpu::kPanelWidth; }
 
+// rows x n floats from src (rows src_stride apart) to dst (dst_stride apart):
+// one head's columns out of, or back into, rows that hold every head.
+void CopyRows(const float* src, size_t src_stride, float* dst, size_t dst_stride, int rows, int n) {
+  for (int t = 0; t < rows; ++t) std::memcpy(dst + t * dst_stride, src + t * src_stride, sizeof(float) * n);
+}
+
 // One worker's scratch for the float attention of one (sequence, head),
 // S = seq, hd = head_dim: the head's q, k, v and output gradient copied out
 // of the rows (matmul inputs must be contiguous), a result, two (S, S)
 // arrays and room for one packed (S, hd) or (hd, S) matrix.
 struct AttentionScratch {
+  int S, hd;
   float* q;       // (S, hd)
   float* k;       // (S, hd)
   float* v;       // (S, hd)
@@ -75,7 +82,14 @@ struct AttentionScratch {
   static size_t Floats(int S, int hd) {
     return 5 * static_cast<size_t>(S) * hd + 2 * static_cast<size_t>(S) * S + Pack(S, hd);
   }
-  AttentionScratch(float* base, int S, int hd) {
+  // q, k and v of head h out of the sequence's rows (S, 3C).
+  void Gather(const float* rows, int C, int h) {
+    const size_t stride = 3 * static_cast<size_t>(C);
+    CopyRows(rows + h * hd, stride, q, hd, S, hd);
+    CopyRows(rows + C + h * hd, stride, k, hd, S, hd);
+    CopyRows(rows + 2 * C + h * hd, stride, v, hd, S, hd);
+  }
+  AttentionScratch(float* base, int S_, int hd_) : S(S_), hd(hd_) {
     const size_t shd = static_cast<size_t>(S) * hd, ss = static_cast<size_t>(S) * S;
     q = base;
     k = q + shd;
@@ -335,6 +349,15 @@ void Gpt2Trainer<T>::ForRows(int rows, int rows_per_task, const Fn& fn) {
 }
 
 template <typename T>
+template <typename Fn>
+void Gpt2Trainer<T>::ForHeads(int batch, const Fn& fn) {
+  const int H = config_.n_head;
+  auto task = [&](int i, int worker) { fn(i / H, i % H, worker); };
+  if (pool_) pool_->ParallelFor(batch * H, task);
+  else for (int i = 0; i < batch * H; ++i) task(i, 0);
+}
+
+template <typename T>
 void Gpt2Trainer<T>::PackWeights(bool backward) {
   if constexpr (std::is_same_v<T, float>) {
     const Packs& pk = *packs_;
@@ -352,6 +375,20 @@ void Gpt2Trainer<T>::PackWeights(bool backward) {
 }
 
 template <typename T>
+void Gpt2Trainer<T>::PlainMatmul(const T* a, size_t a_row, size_t a_col, const T* b, size_t b_row, size_t b_col,
+                                 int m, int k, int n, const T* bias, bool accumulate, T* d) {
+  ForRows(m, 1, [&](int i0, int i1, int) {
+    for (int i = i0; i < i1; ++i) {
+      for (int j = 0; j < n; ++j) {
+        T acc = (accumulate ? d[static_cast<size_t>(i) * n + j] : T(0)) + (bias ? bias[j] : T(0));
+        for (int q = 0; q < k; ++q) acc += a[i * a_row + q * a_col] * b[q * b_row + j * b_col];
+        d[static_cast<size_t>(i) * n + j] = acc;
+      }
+    }
+  });
+}
+
+template <typename T>
 void Gpt2Trainer<T>::LinearForward(const T* x, int rows, int in, int out, const T* w, const cpu::PackedWeight* wp,
                                    const T* b, T* y, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
@@ -359,17 +396,7 @@ void Gpt2Trainer<T>::LinearForward(const T* x, int rows, int in, int out, const 
     cpu::Matmul(pool_, x, rows, *wp, b, y, accumulate);
   } else {
     (void)wp;
-    ForRows(rows, kRowsPerTask, [&](int r0, int r1, int) {
-      for (int r = r0; r < r1; ++r) {
-        const T* xr = x + static_cast<size_t>(r) * in;
-        T* yr = y + static_cast<size_t>(r) * out;
-        for (int o = 0; o < out; ++o) {
-          T acc = accumulate ? yr[o] + (b ? b[o] : T(0)) : (b ? b[o] : T(0));
-          for (int i = 0; i < in; ++i) acc += xr[i] * w[static_cast<size_t>(i) * out + o];
-          yr[o] = acc;
-        }
-      }
-    });
+    PlainMatmul(x, in, 1, w, out, 1, rows, in, out, b, accumulate, y);
   }
 }
 
@@ -393,27 +420,9 @@ void Gpt2Trainer<T>::LinearBackward(const T* x, const T* dy, int rows, int in, i
     cpu::Matmul(pool_, pk.xt, in, View(pk.dy_packed, rows, out), nullptr, dw, /*accumulate=*/false);
   } else {
     (void)wtp;
-    if (dx) {
-      ForRows(rows, kRowsPerTask, [&](int r0, int r1, int) {
-        for (int r = r0; r < r1; ++r) {
-          const T* d = dy + static_cast<size_t>(r) * out;
-          for (int i = 0; i < in; ++i) {
-            T acc = 0;
-            for (int o = 0; o < out; ++o) acc += d[o] * w[static_cast<size_t>(i) * out + o];
-            dx[static_cast<size_t>(r) * in + i] = acc;
-          }
-        }
-      });
-    }
-    ForRows(in, 1, [&](int i0, int i1, int) {
-      for (int i = i0; i < i1; ++i) {
-        for (int o = 0; o < out; ++o) {
-          T acc = 0;
-          for (int r = 0; r < rows; ++r) acc += x[static_cast<size_t>(r) * in + i] * dy[static_cast<size_t>(r) * out + o];
-          dw[static_cast<size_t>(i) * out + o] = acc;
-        }
-      }
-    });
+    // dx(r, i) = sum_o dy(r, o) W(i, o); dW(i, o) = sum_r x(r, i) dy(r, o).
+    if (dx) PlainMatmul(dy, out, 1, w, 1, out, rows, out, in, nullptr, false, dx);
+    PlainMatmul(x, 1, in, dy, out, 1, in, rows, out, nullptr, false, dw);
   }
   ForRows(out, kColumnsPerTask, [&](int c0, int c1, int) { layers::ColumnSums(dy, rows, out, c0, c1, db); });
 }
@@ -449,67 +458,44 @@ template <typename T>
 void Gpt2Trainer<T>::AttentionForward(int batch, const T* qkv, T* att, T* atty) {
   const int C = config_.n_embd, H = config_.n_head, hd = C / H, S = shape_.seq;
   const T scale = T(1) / std::sqrt(static_cast<T>(hd));
-  const size_t SS = static_cast<size_t>(S) * S;
-  auto task = [&](int i, int worker) {
-    const int b = i / H, h = i % H;
-    const T* rows = qkv + static_cast<size_t>(b) * S * 3 * C;  // (S, 3C)
-    T* a = att + static_cast<size_t>(i) * SS;                  // (S, S)
-    T* out = atty + static_cast<size_t>(b) * S * C;            // (S, C)
+  ForHeads(batch, [&](int b, int h, int worker) {
+    const T* rows = qkv + static_cast<size_t>(b) * S * 3 * C;          // (S, 3C)
+    T* a = att + (static_cast<size_t>(b) * H + h) * S * S;             // (S, S)
+    T* out = atty + static_cast<size_t>(b) * S * C;                    // (S, C)
     if constexpr (std::is_same_v<T, float>) {
       // scores (S, S) = q @ k^T; softmax by row; out (S, hd) = P @ v.
       AttentionScratch w(packs_->attn + static_cast<size_t>(worker) * packs_->attn_floats, S, hd);
       float *q = w.q, *k = w.k, *v = w.v, *o = w.o, *packed = w.packed;
-      for (int t = 0; t < S; ++t) {
-        const float* r = rows + static_cast<size_t>(t) * 3 * C + h * hd;
-        std::memcpy(q + static_cast<size_t>(t) * hd, r, sizeof(float) * hd);
-        std::memcpy(k + static_cast<size_t>(t) * hd, r + C, sizeof(float) * hd);
-        std::memcpy(v + static_cast<size_t>(t) * hd, r + 2 * C, sizeof(float) * hd);
-      }
+      w.Gather(rows, C, h);
       cpu::PackWeightPanels(k, hd, S, true, 0, Panels(S), packed);  // k^T: (hd, S)
       cpu::Matmul(nullptr, q, S, View(packed, hd, S), nullptr, a, false);
       for (int t = 0; t < S; ++t) layers::CausalSoftmaxRow(a + static_cast<size_t>(t) * S, t, S, scale);
       cpu::PackWeightPanels(v, S, hd, false, 0, Panels(hd), packed);  // (S, hd)
       cpu::Matmul(nullptr, a, S, View(packed, S, hd), nullptr, o, false);
-      for (int t = 0; t < S; ++t) {
-        std::memcpy(out + static_cast<size_t>(t) * C + h * hd, o + static_cast<size_t>(t) * hd, sizeof(float) * hd);
-      }
+      CopyRows(o, hd, out + h * hd, C, S, hd);
     } else {
       (void)worker;
       layers::AttentionForwardHead(rows, S, C, hd, h, scale, a, out);
     }
-  };
-  if (pool_) pool_->ParallelFor(batch * H, task);
-  else for (int i = 0; i < batch * H; ++i) task(i, 0);
+  });
 }
 
 template <typename T>
 void Gpt2Trainer<T>::AttentionBackward(int batch, const T* qkv, const T* att, const T* datty, T* dqkv) {
   const int C = config_.n_embd, H = config_.n_head, hd = C / H, S = shape_.seq;
   const T scale = T(1) / std::sqrt(static_cast<T>(hd));
-  const size_t SS = static_cast<size_t>(S) * S;
-  auto task = [&](int i, int worker) {
-    const int b = i / H, h = i % H;
+  ForHeads(batch, [&](int b, int h, int worker) {
     const T* rows = qkv + static_cast<size_t>(b) * S * 3 * C;  // (S, 3C)
-    const T* a = att + static_cast<size_t>(i) * SS;            // (S, S)
+    const T* a = att + (static_cast<size_t>(b) * H + h) * S * S;  // (S, S)
     const T* dout = datty + static_cast<size_t>(b) * S * C;    // (S, C)
     T* drows = dqkv + static_cast<size_t>(b) * S * 3 * C;      // (S, 3C)
     if constexpr (std::is_same_v<T, float>) {
       AttentionScratch w(packs_->attn + static_cast<size_t>(worker) * packs_->attn_floats, S, hd);
       float *q = w.q, *k = w.k, *v = w.v, *d = w.d, *o = w.o, *ds = w.ds, *tr = w.tr, *packed = w.packed;
-      for (int t = 0; t < S; ++t) {
-        const float* r = rows + static_cast<size_t>(t) * 3 * C + h * hd;
-        std::memcpy(q + static_cast<size_t>(t) * hd, r, sizeof(float) * hd);
-        std::memcpy(k + static_cast<size_t>(t) * hd, r + C, sizeof(float) * hd);
-        std::memcpy(v + static_cast<size_t>(t) * hd, r + 2 * C, sizeof(float) * hd);
-        std::memcpy(d + static_cast<size_t>(t) * hd, dout + static_cast<size_t>(t) * C + h * hd, sizeof(float) * hd);
-      }
+      w.Gather(rows, C, h);
+      CopyRows(dout + h * hd, C, d, hd, S, hd);
       // Writes o (S, hd) into column block `part` (0 q, 1 k, 2 v) of drows.
-      auto scatter = [&](int part) {
-        for (int t = 0; t < S; ++t) {
-          std::memcpy(drows + static_cast<size_t>(t) * 3 * C + part * C + h * hd, o + static_cast<size_t>(t) * hd,
-                      sizeof(float) * hd);
-        }
-      };
+      auto scatter = [&](int part) { CopyRows(o, hd, drows + part * C + h * hd, 3 * static_cast<size_t>(C), S, hd); };
       // dP (S, S) = dout @ v^T, then dS = softmax'(dP) in place.
       cpu::PackWeightPanels(v, hd, S, true, 0, Panels(S), packed);
       cpu::Matmul(nullptr, d, S, View(packed, hd, S), nullptr, ds, false);
@@ -539,9 +525,7 @@ void Gpt2Trainer<T>::AttentionBackward(int batch, const T* qkv, const T* att, co
       T* datt = datt_ + static_cast<size_t>(worker) * S;  // (S)
       layers::AttentionBackwardHead(rows, a, dout, S, C, hd, h, scale, datt, drows);
     }
-  };
-  if (pool_) pool_->ParallelFor(batch * H, task);
-  else for (int i = 0; i < batch * H; ++i) task(i, 0);
+  });
 }
 
 template <typename T>
@@ -593,15 +577,8 @@ double Gpt2Trainer<T>::Head(const int32_t* targets, int rows, bool grad) {
     if constexpr (std::is_same_v<T, float>) {
       cpu::Matmul(pool_, x, rc, packs_->head, nullptr, logits_, false);
     } else {
-      ForRows(rc, 1, [&](int i0, int i1, int) {
-        for (int i = i0; i < i1; ++i) {
-          for (int v = 0; v < V; ++v) {
-            T acc = 0;
-            for (int c = 0; c < C; ++c) acc += x[static_cast<size_t>(i) * C + c] * p_.wte[static_cast<size_t>(v) * C + c];
-            logits_[static_cast<size_t>(i) * V + v] = acc;
-          }
-        }
-      });
+      // logits(i, v) = sum_c x(i, c) wte(v, c)
+      PlainMatmul(x, C, 1, p_.wte, 1, C, rc, C, V, nullptr, false, logits_);
     }
     ForRows(rc, 1, [&](int i0, int i1, int) {
       for (int i = i0; i < i1; ++i) {
@@ -624,35 +601,17 @@ double Gpt2Trainer<T>::Head(const int32_t* targets, int rows, bool grad) {
       TransposeRows(x, rc, C, 0, rc, pk.xt);
       cpu::Matmul(pool_, pk.xt, C, View(pk.dy_packed, rc, V), nullptr, pk.dwte_t, /*accumulate=*/r0 > 0);
     } else {
-      ForRows(rc, 1, [&](int i0, int i1, int) {
-        for (int i = i0; i < i1; ++i) {
-          for (int c = 0; c < C; ++c) {
-            T acc = 0;
-            for (int v = 0; v < V; ++v) acc += logits_[static_cast<size_t>(i) * V + v] * p_.wte[static_cast<size_t>(v) * C + c];
-            dx[static_cast<size_t>(i) * C + c] = acc;
-          }
-        }
-      });
-      ForRows(V, kRowsPerTask, [&](int v0, int v1, int) {
-        for (int v = v0; v < v1; ++v)
-          for (int i = 0; i < rc; ++i)
-            for (int c = 0; c < C; ++c) {
-              g_.wte[static_cast<size_t>(v) * C + c] +=
-                  logits_[static_cast<size_t>(i) * V + v] * x[static_cast<size_t>(i) * C + c];
-            }
-      });
+      // dx(i, c) = sum_v dlogits(i, v) wte(v, c); wte's gradient(v, c) +=
+      // sum_i dlogits(i, v) x(i, c).
+      PlainMatmul(logits_, V, 1, p_.wte, C, 1, rc, V, C, nullptr, false, dx);
+      PlainMatmul(logits_, 1, V, x, C, 1, V, rc, C, nullptr, true, g_.wte);
     }
   }
   if constexpr (std::is_same_v<T, float>) {
     if (grad) {
-      // wte's gradient (V, C) = the head's transposed (the embedding's rows are added later).
-      ForRows(V, kTransposeTile * 4,
-              [&](int v0, int v1, int) {
-                for (int c0 = 0; c0 < C; c0 += kTransposeTile)
-                  for (int v = v0; v < v1; ++v)
-                    for (int c = c0; c < std::min(C, c0 + kTransposeTile); ++c)
-                      g_.wte[static_cast<size_t>(v) * C + c] = packs_->dwte_t[static_cast<size_t>(c) * V + v];
-              });
+      // wte's gradient (V, C) = the head's, transposed (the embedding's
+      // rows are added by Backward).
+      ForRows(C, kTransposeTile, [&](int c0, int c1, int) { TransposeRows(packs_->dwte_t, C, V, c0, c1, g_.wte); });
     }
   }
   double total = 0;

@@ -104,6 +104,12 @@ class Gpt2Trainer {
   // dx (rows, in) = dy @ W^T (when dx is not null); dw = x^T @ dy; db = column sums of dy.
   void LinearBackward(const T* x, const T* dy, int rows, int in, int out, const T* w,
                       const cpu::PackedWeight* wtp, T* dx, T* dw, T* db);
+  // The double path's matmuls, in plain loops: d (m, n) = [d +] [bias +]
+  // sum_q a(i, q) b(q, j) for q in [0, k), a(i, q) at a[i * a_row + q *
+  // a_col], b(q, j) at b[q * b_row + j * b_col]: one helper for x @ W,
+  // dY @ W^T, X^T @ dY and the head's three (strides pick the transposes).
+  void PlainMatmul(const T* a, size_t a_row, size_t a_col, const T* b, size_t b_row, size_t b_col, int m, int k,
+                   int n, const T* bias, bool accumulate, T* d);
   void AttentionForward(int batch, const T* qkv, T* att, T* atty);
   void AttentionBackward(int batch, const T* qkv, const T* att, const T* datty, T* dqkv);
   void LayerNormForward(const T* x, int rows, const T* w, const T* b, T* out, T* mean, T* rstd);
@@ -113,8 +119,12 @@ class Gpt2Trainer {
   // Repacks the forward matrices (and with `backward` the transposed ones)
   // from params_ (float path; nothing for double).
   void PackWeights(bool backward);
+  // fn(r0, r1, worker) over [0, rows) in pieces of rows_per_task, on the pool.
   template <typename Fn>
   void ForRows(int rows, int rows_per_task, const Fn& fn);
+  // fn(b, h, worker) for every (window, head) of `batch` windows, one pool task each.
+  template <typename Fn>
+  void ForHeads(int batch, const Fn& fn);
 
   const model::Gpt2Config config_;
   const TrainerShape shape_;

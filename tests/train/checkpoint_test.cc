@@ -40,12 +40,10 @@ class TempDir {
 
 TEST(Checkpoint, RoundTripsThroughLoadGpt2AndMatchesTheInferenceLoss) {
   const model::Gpt2Config c = testing::TinyTrainConfig(2, 4, 32, 97, 40);
-  TrainerShape shape;
-  shape.max_batch = 3;
-  shape.seq = 24;
   cpu::ThreadPool pool(2);
-  std::unique_ptr<Gpt2Trainer<float>> t;
-  ASSERT_TRUE(Gpt2Trainer<float>::Create(c, shape, &pool, &t).ok());
+  std::unique_ptr<Gpt2Trainer<float>> t = testing::NewTrainer<float>(c, 3, 24, 256, &pool);
+  ASSERT_TRUE(t);
+  const TrainerShape& shape = t->shape();
   testing::RandomizeParams(t->layout(), 9, t->params());
   const std::vector<int32_t> tokens = testing::RandomTokens(72, c.vocab_size, 5);
   const std::vector<int32_t> targets = testing::RandomTokens(72, c.vocab_size, 6);

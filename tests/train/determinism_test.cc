@@ -22,13 +22,9 @@ namespace {
 // chunks) on 4 windows of 16 tokens; returns the parameters.
 std::vector<float> TrainFewSteps(int threads) {
   const model::Gpt2Config c = testing::TinyTrainConfig(2, 4, 48, 300, 32);
-  TrainerShape shape;
-  shape.max_batch = 4;
-  shape.seq = 16;
-  shape.head_rows = 24;
   cpu::ThreadPool pool(threads);
-  std::unique_ptr<Gpt2Trainer<float>> t;
-  EXPECT_TRUE(Gpt2Trainer<float>::Create(c, shape, &pool, &t).ok());
+  std::unique_ptr<Gpt2Trainer<float>> t = testing::NewTrainer<float>(c, 4, 16, 24, &pool);
+  if (!t) return {};
   InitGpt2Params(c, 5, t->params());
   std::unique_ptr<AdamW<float>> opt;
   EXPECT_TRUE(AdamW<float>::Create(t->layout(), AdamWConfig(), &opt).ok());

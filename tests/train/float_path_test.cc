@@ -23,15 +23,10 @@ namespace {
 
 TEST(FloatPath, LossAndGradientsMatchTheDoublePath) {
   const model::Gpt2Config c = testing::TinyTrainConfig(2, 4, 40, 67, 24);
-  TrainerShape shape;
-  shape.max_batch = 3;
-  shape.seq = 19;
-  shape.head_rows = 20;
   cpu::ThreadPool pool(2);
-  std::unique_ptr<Gpt2Trainer<double>> d;
-  std::unique_ptr<Gpt2Trainer<float>> f;
-  ASSERT_TRUE(Gpt2Trainer<double>::Create(c, shape, &pool, &d).ok());
-  ASSERT_TRUE(Gpt2Trainer<float>::Create(c, shape, &pool, &f).ok());
+  std::unique_ptr<Gpt2Trainer<double>> d = testing::NewTrainer<double>(c, 3, 19, 20, &pool);
+  std::unique_ptr<Gpt2Trainer<float>> f = testing::NewTrainer<float>(c, 3, 19, 20, &pool);
+  ASSERT_TRUE(d && f);
   // Draw in float so that both paths see exactly the same weights.
   testing::RandomizeParams(f->layout(), 11, f->params());
   for (size_t i = 0; i < f->num_params(); ++i) d->params()[i] = f->params()[i];

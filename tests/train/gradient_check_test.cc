@@ -22,12 +22,9 @@ namespace {
 
 TEST(GradientCheck, EveryParameterMatchesCentralDifferencesInDouble) {
   const model::Gpt2Config c = testing::TinyTrainConfig(2, 2, 8, 23, 8);
-  TrainerShape shape;
-  shape.max_batch = 2;
-  shape.seq = 6;
-  shape.head_rows = 5;  // several chunks, the last one short
-  std::unique_ptr<Gpt2Trainer<double>> t;
-  ASSERT_TRUE(Gpt2Trainer<double>::Create(c, shape, nullptr, &t).ok());
+  // LM-head chunks of 5 rows: several, the last one short.
+  std::unique_ptr<Gpt2Trainer<double>> t = testing::NewTrainer<double>(c, 2, 6, 5, nullptr);
+  ASSERT_TRUE(t);
   testing::RandomizeParams(t->layout(), 7, t->params());
   const std::vector<int32_t> tokens = testing::RandomTokens(12, c.vocab_size, 1);
   const std::vector<int32_t> targets = testing::RandomTokens(12, c.vocab_size, 2);

@@ -101,21 +101,9 @@ class TrainRun : public ::testing::Test {
   }
   // A small model that trains in a blink: 1 layer, 16 wide, 16 tokens a window.
   TrainOptions Small(const std::string& corpus, const std::string& out) {
-    TrainOptions o;
-    o.corpus = corpus;
-    o.out_dir = dir_ + "/" + out;
-    o.layers = 1;
-    o.heads = 2;
-    o.embd = 16;
-    o.positions = 32;
-    o.seq = 16;
-    o.batch = 2;
-    o.steps = 3;
-    o.warmup = 1;
-    o.val_every = 2;
-    o.val_windows = 3;
-    o.threads = 1;
-    return o;
+    return TrainOptions{.corpus = corpus, .out_dir = dir_ + "/" + out, .layers = 1, .heads = 2, .embd = 16,
+                        .positions = 32, .seq = 16, .batch = 2, .steps = 3, .warmup = 1, .threads = 1,
+                        .val_every = 2, .val_windows = 3};
   }
   static std::string Slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -3,12 +3,17 @@
 // from 0, so a layer whose gradient is dropped shows), and batches.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "cpu/thread_pool.h"
 #include "model/gpt2.h"
 #include "model/random_weights.h"
 #include "train/params.h"
+#include "train/trainer.h"
 
 namespace tw::testing {
 
@@ -21,6 +26,21 @@ inline model::Gpt2Config TinyTrainConfig(int layers, int heads, int embd, int vo
   c.n_ctx = positions;
   c.eos_token_id = vocab - 1;
   return c;
+}
+
+// A trainer for `batch` windows of `seq` tokens, LM-head chunks of
+// head_rows rows (null, with a test failure, if Create refuses).
+template <typename T>
+std::unique_ptr<train::Gpt2Trainer<T>> NewTrainer(const model::Gpt2Config& c, int batch, int seq, int head_rows,
+                                                  cpu::ThreadPool* pool) {
+  train::TrainerShape shape;
+  shape.max_batch = batch;
+  shape.seq = seq;
+  shape.head_rows = head_rows;
+  std::unique_ptr<train::Gpt2Trainer<T>> t;
+  Status st = train::Gpt2Trainer<T>::Create(c, shape, pool, &t);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return t;
 }
 
 // Every parameter random: matrices N(0, 0.3) (large enough that the
