@@ -118,6 +118,21 @@ struct MatmulCase {
   bool bias, accumulate;
 };
 
+// Random x (rows, in), w (in, out) packed, bias (out) and a prior y (rows,
+// out) for a MatmulCase.
+struct MatmulInputs {
+  std::vector<float> x, w, b, y0, packed;
+  MatmulInputs(const MatmulCase& c, std::mt19937* gen)
+      : x(Random(static_cast<size_t>(c.rows) * c.in, gen)),
+        w(Random(static_cast<size_t>(c.in) * c.out, gen)),
+        b(Random(c.out, gen)),
+        y0(Random(static_cast<size_t>(c.rows) * c.out, gen)),
+        packed(PackedWeightFloats(c.in, c.out)) {
+    PackWeight(w.data(), c.in, c.out, packed.data());
+  }
+  PackedWeight View(const MatmulCase& c) const { return PackedWeight{packed.data(), c.in, c.out}; }
+};
+
 TEST_P(KernelsTest, MatmulMatchesNaive) {
   ThreadPool pool3(3);
   const MatmulCase cases[] = {
@@ -138,15 +153,10 @@ TEST_P(KernelsTest, MatmulMatchesNaive) {
     for (const MatmulCase& c : cases) {
       SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.in) + "x" + std::to_string(c.out) +
                    (pool ? " pool" : " inline"));
-      std::vector<float> x = Random(static_cast<size_t>(c.rows) * c.in, &gen_);
-      std::vector<float> w = Random(static_cast<size_t>(c.in) * c.out, &gen_);
-      std::vector<float> b = Random(c.out, &gen_);
-      std::vector<float> y0 = Random(static_cast<size_t>(c.rows) * c.out, &gen_);
-      std::vector<float> packed(PackedWeightFloats(c.in, c.out));
-      PackWeight(w.data(), c.in, c.out, packed.data());
+      const MatmulInputs in(c, &gen_);
+      const std::vector<float>&x = in.x, &w = in.w, &b = in.b, &y0 = in.y0;
       std::vector<float> y = c.accumulate ? y0 : std::vector<float>(y0.size(), kNaN);
-      Matmul(pool, x.data(), c.rows, PackedWeight{packed.data(), c.in, c.out},
-             c.bias ? b.data() : nullptr, y.data(), c.accumulate);
+      Matmul(pool, x.data(), c.rows, in.View(c), c.bias ? b.data() : nullptr, y.data(), c.accumulate);
       for (int r = 0; r < c.rows; ++r) {
         for (int n = 0; n < c.out; ++n) {
           double ref = c.accumulate ? y0[static_cast<size_t>(r) * c.out + n] : 0.0;
@@ -208,17 +218,11 @@ TEST(MatmulIsaContract, Avx2AndAvx512GiveTheSameBits) {
       {40, 4096, 200, false, true}, {24, 128, 50257, false, false}, {7, 19, 53, true, false},
   };
   for (const MatmulCase& c : cases) {
-    std::vector<float> x = Random(static_cast<size_t>(c.rows) * c.in, &gen);
-    std::vector<float> w = Random(static_cast<size_t>(c.in) * c.out, &gen);
-    std::vector<float> b = Random(c.out, &gen);
-    std::vector<float> y0 = Random(static_cast<size_t>(c.rows) * c.out, &gen);
-    std::vector<float> packed(PackedWeightFloats(c.in, c.out));
-    PackWeight(w.data(), c.in, c.out, packed.data());
-    const PackedWeight pw{packed.data(), c.in, c.out};
-    std::vector<float> y[2] = {y0, y0};
+    const MatmulInputs in(c, &gen);
+    std::vector<float> y[2] = {in.y0, in.y0};
     for (int level = 0; level < 2; ++level) {
       ASSERT_TRUE(ForceIsa(level == 0 ? Isa::kAvx2 : Isa::kAvx512).ok());
-      Matmul(&pool, x.data(), c.rows, pw, c.bias ? b.data() : nullptr, y[level].data(), c.accumulate);
+      Matmul(&pool, in.x.data(), c.rows, in.View(c), c.bias ? in.b.data() : nullptr, y[level].data(), c.accumulate);
     }
     ResetIsa();
     EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)))
