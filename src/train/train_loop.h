@@ -25,6 +25,9 @@
 
 namespace tw::train {
 
+// The defaults are the recommended run: 4 layers, 4 heads, 128 wide, 500
+// steps of 16 windows of 256 tokens (2M tokens) at a peak learning rate of
+// 2e-3: about 9 minutes on two cores (docs/DECISIONS.md, Training).
 struct TrainOptions {
   std::string corpus;    // --corpus FILE (required)
   std::string out_dir;   // --out DIR (required)
@@ -35,10 +38,10 @@ struct TrainOptions {
   int positions = 1024;  // --positions (n_ctx)
   int seq = 256;         // --seq: T, tokens per window (<= positions)
   int batch = 16;        // --batch: B, windows per step
-  int steps = 600;       // --steps
-  double lr = 1e-3;      // --lr: the peak learning rate
-  double min_lr = 1e-4;  // --min-lr: where the cosine ends (default: at most --lr)
-  int warmup = 30;       // --warmup: steps of linear warmup (default: at most --steps)
+  int steps = 500;       // --steps
+  double lr = 2e-3;      // --lr: the peak learning rate
+  double min_lr = 2e-4;  // --min-lr: where the cosine ends (default: at most --lr)
+  int warmup = 20;       // --warmup: steps of linear warmup (default: at most --steps)
   double weight_decay = 0.1;  // --weight-decay (matrices and embeddings only)
   double clip = 1.0;     // --clip: global gradient-norm bound (0: none)
   uint64_t seed = 0;     // --seed
