@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/thread_pool.h"
+#include "model/random_weights.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/corpus.h"
@@ -190,6 +191,11 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
                          " validation tokens, fewer than one window of --seq + 1 = " + std::to_string(window) +
                          " (a longer text, a smaller --seq, or --val-every 0)");
   }
+
+  // The output folder now, not after the last step: a bad --out fails the
+  // run before it trains, not after.
+  st = model::MakeDirs(o.out_dir);
+  if (!st.ok()) return Status::Error("--out: " + st.message());
 
   model::Gpt2Config config;
   config.n_layer = o.layers;

@@ -131,6 +131,12 @@ TEST_F(TrainRun, BadCorporaAreRefusedBeforeTraining) {
   EXPECT_NE(st.message().find("validation tokens"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("--val-every 0"), std::string::npos) << st.message();
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/m")) << "nothing written";
+  // An --out that cannot be made fails before the first step.
+  TrainOptions bad_out = Small(Write("fortunes.txt", Fortunes(60)), "m");
+  bad_out.out_dir = "/proc/no/such/dir";
+  bad_out.steps = 1000000;
+  st = RunTraining(bad_out, nullptr);
+  EXPECT_NE(st.message().find("--out: mkdir('/proc/no')"), std::string::npos) << st.message();
   TrainOptions no_val = Small(dir_ + "/few.txt", "m");
   no_val.val_every = 0;
   EXPECT_TRUE(RunTraining(no_val, nullptr).ok());
