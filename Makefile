@@ -10,6 +10,7 @@
 #   make run          build everything, serve GPT-2 on 127.0.0.1:8080 (ARGS="..." adds flags)
 #   make demo         the same with the mock backend at a readable pace (DEMO_FLAGS)
 #   make bench        benchmarks into bench/runs/<date>/ with verdicts; RESULTS.md from bench/results/
+#   make train-golden the trainer's PyTorch golden file (tests/train/torch_train_step.py)
 #   make CUDA=1       the GPU build in build/cuda (nvcc; kernels/kernels.mk)
 #   make test-gpu     the GPU suites (tests/gpu; CUDA=1 implied); skip without a GPU
 #   V=1               print whole compiler commands instead of short lines
@@ -103,7 +104,7 @@ layer_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$
 # The layers, each before every layer it includes (docs/ARCHITECTURE.md's
 # table; tests/docs/layering_test.cc checks both). The archives are linked in
 # this order with no link group, so an include cycle fails the link.
-LAYER_ORDER := app openai service client web ws sse wire cuda kernels model engine backend grammar http stream tokenizer cpu net json common
+LAYER_ORDER := app openai service client web ws sse wire cuda kernels train model engine backend grammar http stream tokenizer cpu net json common
 LAYERS   := $(LAYER_ORDER)
 # The CPU emulator's build (CUDA=emu; make test-gpu-emu) compiles only what
 # differs from the plain build -- kernels/ (the .cu files, as C++ against
@@ -227,6 +228,14 @@ Completions.StreamHeadersAndHeartbeats:Gpt2SmallFormatsTest.*:*ClosingSlowReader
 .PHONY: test-quick
 test-quick:
 	@GTEST_FILTER='-$(QUICK_SKIP)' $(MAKE) --no-print-directory test
+
+# make train-golden: regenerate tests/data/train/step_golden.safetensors,
+# PyTorch autograd's loss, gradients and AdamW step for the trainer's golden
+# test (tests/train/torch_train_step.py; Debian's python3-torch). make test
+# only reads the committed file.
+.PHONY: train-golden
+train-golden:
+	/usr/bin/python3 tests/train/torch_train_step.py
 
 # ---- GPU build and tests (kernels/kernels.mk) -------------------------------
 # make test-gpu: the GPU suites, each kernel against its CPU reference and the

@@ -11,5 +11,8 @@ int Inspect(const std::string& path);
 // inspect DIR --weights F: per matrix, bytes and error of weight format F.
 int InspectWeights(const std::string& dir, const std::string& format_name);
 int Verify(const std::string& dir);
+// train FLAGS (argv after "train"): train::RunTraining; train::TrainUsage()
+// is printed for --help and after a usage error.
+int Train(int argc, char** argv);
 
 }  // namespace tw::weights_tool

@@ -4,12 +4,13 @@
 //   weights_tool inspect PATH      (a .safetensors file or a model folder)
 //   weights_tool inspect DIR --weights bf16|q8
 //   weights_tool verify  DIR
+//   weights_tool train   --corpus FILE --out DIR [flags]
 //
 // `random` writes a complete Hugging Face-layout folder: config.json,
 // model.safetensors (random weights, real key layout including the
 // h.N.attn.bias buffers; see src/model/random_weights.h), vocab.json and
 // merges.txt (the GPT-2 vocabulary embedded in this binary). Same seed, same
-// bytes.
+// bytes. `train` trains a GPT-2 on a text file (src/train/train_loop.h).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,12 +20,13 @@
 
 #include "model/random_weights.h"
 #include "tokenizer/embedded.h"
+#include "train/train_loop.h"
 #include "commands.h"  // weights_tool/ is not on the include path
 
 namespace tw::weights_tool {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kUsageHead =
     "usage:\n"
     "  weights_tool random  --shape tiny|gpt2 [--seed S] --out DIR\n"
     "      Write a GPT-2 folder with random weights: config.json, model.safetensors\n"
@@ -45,12 +47,14 @@ constexpr const char* kUsage =
     "  weights_tool verify DIR\n"
     "      Full validation: LoadGpt2 (config, every tensor name/dtype/shape),\n"
     "      every weight finite, and the tokenizer files (vocab.json + merges.txt,\n"
-    "      or encoder.json + vocab.bpe) load and match the config. Exit 0 or 1.\n"
-    "  weights_tool --help\n";
+    "      or encoder.json + vocab.bpe) load and match the config. Exit 0 or 1.\n";
+constexpr const char* kUsageTail = "  weights_tool --help\n";
+// kUsageHead, train's flags (train::TrainUsage), kUsageTail.
+const std::string kUsage = std::string(kUsageHead) + train::TrainUsage() + kUsageTail;
 
 int Usage(const char* why) {
   if (why) std::fprintf(stderr, "weights_tool: %s\n\n", why);
-  std::fputs(kUsage, stderr);
+  std::fputs(kUsage.c_str(), stderr);
   return 2;
 }
 
@@ -76,7 +80,7 @@ int Random(int argc, char** argv) {
   for (int i = 0; i < argc; i++) {
     const std::string_view a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kUsage.c_str(), stdout);
       return 0;
     }
     if (i + 1 >= argc) return Usage(("missing value after " + std::string(a)).c_str());
@@ -138,13 +142,14 @@ int main(int argc, char** argv) {
   if (argc < 2) return Usage("no command");
   const std::string_view cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    std::fputs(kUsage, stdout);
+    std::fputs(kUsage.c_str(), stdout);
     return 0;
   }
   if (cmd == "random") return Random(argc - 2, argv + 2);
+  if (cmd == "train") return Train(argc - 2, argv + 2);
   if (cmd == "inspect" || cmd == "verify") {
     if (argc == 3 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h")) {
-      std::fputs(kUsage, stdout);
+      std::fputs(kUsage.c_str(), stdout);
       return 0;
     }
     if (cmd == "inspect" && argc == 5 && std::string_view(argv[3]) == "--weights") {

@@ -157,30 +157,34 @@ size_t PackedWeightFloats(int in, int out) {
   return panels * static_cast<size_t>(in) * kPanelWidth;
 }
 
-void PackWeight(const float* w, int in, int out, float* dst) {
-  const int panels = (out + kPanelWidth - 1) / kPanelWidth;
-  for (int p = 0; p < panels; ++p) {
-    for (int k = 0; k < in; ++k) {
-      float* d = dst + (static_cast<size_t>(p) * in + k) * kPanelWidth;  // (16)
-      const float* s = w + static_cast<size_t>(k) * out;                  // row k of (in, out)
+void PackWeightPanels(const float* w, int in, int out, bool transposed, int panel_begin, int panel_end,
+                      float* dst) {
+  for (int p = panel_begin; p < panel_end; ++p) {
+    float* d = dst + static_cast<size_t>(p) * in * kPanelWidth;  // (in, 16)
+    if (transposed) {
       for (int j = 0; j < kPanelWidth; ++j) {
-        int col = p * kPanelWidth + j;
-        d[j] = col < out ? s[col] : 0.0f;
+        const int col = p * kPanelWidth + j;
+        const float* s = w + static_cast<size_t>(col) * in;  // row col of (out, in)
+        for (int k = 0; k < in; ++k) d[static_cast<size_t>(k) * kPanelWidth + j] = col < out ? s[k] : 0.0f;
+      }
+      continue;
+    }
+    for (int k = 0; k < in; ++k) {
+      const float* s = w + static_cast<size_t>(k) * out;  // row k of (in, out)
+      for (int j = 0; j < kPanelWidth; ++j) {
+        const int col = p * kPanelWidth + j;
+        d[static_cast<size_t>(k) * kPanelWidth + j] = col < out ? s[col] : 0.0f;
       }
     }
   }
 }
 
+void PackWeight(const float* w, int in, int out, float* dst) {
+  PackWeightPanels(w, in, out, /*transposed=*/false, 0, (out + kPanelWidth - 1) / kPanelWidth, dst);
+}
+
 void PackWeightTransposed(const float* wt, int in, int out, float* dst) {
-  const int panels = (out + kPanelWidth - 1) / kPanelWidth;
-  for (int p = 0; p < panels; ++p) {
-    float* d = dst + static_cast<size_t>(p) * in * kPanelWidth;  // (in, 16)
-    for (int j = 0; j < kPanelWidth; ++j) {
-      int col = p * kPanelWidth + j;
-      const float* s = wt + static_cast<size_t>(col) * in;  // row col of (out, in)
-      for (int k = 0; k < in; ++k) d[static_cast<size_t>(k) * kPanelWidth + j] = col < out ? s[k] : 0.0f;
-    }
-  }
+  PackWeightPanels(wt, in, out, /*transposed=*/true, 0, (out + kPanelWidth - 1) / kPanelWidth, dst);
 }
 
 // ---- weight formats ---------------------------------------------------------

@@ -23,7 +23,9 @@
 // each continuing from the stored value), so each output is one FMA chain
 // over k (q8: one per block, then one FMA per block; kQ8) whatever the
 // number of rows: a row's result does not depend on the other rows in the
-// batch.
+// batch. The chain is the same at avx2 and avx512 (only the tiles differ),
+// so a float32 Matmul gives the same bits at both levels (tested:
+// MatmulIsaContract); the scalar level multiplies and adds separately.
 //
 // Threading: the kernels are pure functions of their arguments; Matmul,
 // LayerNorm and GeluTanh split their work over the given ThreadPool (may be
@@ -93,6 +95,13 @@ size_t PackedWeightFloats(int in, int out);
 void PackWeight(const float* w, int in, int out, float* dst);
 // wt: (out, in) row-major (e.g. the tied LM head wte, (V, C)); packs wt^T.
 void PackWeightTransposed(const float* wt, int in, int out, float* dst);
+// Only panels [panel_begin, panel_end) of PackWeight (or, with `transposed`,
+// PackWeightTransposed) into their place in dst (the whole packed buffer):
+// ranges that tile [0, ceil(out/16)) write the same bytes as one whole
+// pack, so a caller may pack one matrix on several threads (the trainer
+// repacks its weights and gradients every step).
+void PackWeightPanels(const float* w, int in, int out, bool transposed, int panel_begin, int panel_end,
+                      float* dst);
 
 // Bytes PackWeightAs writes for an (in, out) weight in `format` (a multiple
 // of 64: each part starts 64-byte aligned).

@@ -12,47 +12,9 @@
 #include <vector>
 
 #include "model/safetensors.h"
-#include "model/sampling.h"
 
 namespace tw::model {
 namespace {
-
-// One tensor's draws: the sampler's xoshiro256** (model::Rng), seeded with
-// the seed and an FNV-1a hash of the tensor's name, so each tensor's values
-// depend on nothing else; uniforms with 53 random bits, normals by Box-Muller.
-class TensorRng {
- public:
-  TensorRng(uint64_t seed, std::string_view name) : rng_(seed ^ Fnv1a(name)) {}
-  // Uniform in [0, 1) with 53 random bits.
-  double Uniform() { return static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53; }
-  // Standard normal (Box-Muller; the second value of each pair is kept).
-  double Normal() {
-    if (have_spare_) {
-      have_spare_ = false;
-      return spare_;
-    }
-    const double u1 = 1.0 - Uniform();  // (0, 1]: log is finite
-    const double u2 = Uniform();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    const double a = 2.0 * 3.14159265358979323846 * u2;
-    spare_ = r * std::sin(a);
-    have_spare_ = true;
-    return r * std::cos(a);
-  }
-
- private:
-  static uint64_t Fnv1a(std::string_view name) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (char ch : name) {
-      h ^= static_cast<uint8_t>(ch);
-      h *= 0x100000001b3ull;
-    }
-    return h;
-  }
-  Rng rng_;
-  bool have_spare_ = false;
-  double spare_ = 0;
-};
 
 enum class Init { kNormal, kGain, kBias, kCausalMask };
 
@@ -170,6 +132,37 @@ Status WriteModel(int fd, const std::string& path, const std::vector<Planned>& p
 }
 
 }  // namespace
+
+double TensorRng::Normal() {
+  if (have_spare_) {
+    have_spare_ = false;
+    return spare_;
+  }
+  const double u1 = 1.0 - Uniform();  // (0, 1]: log is finite
+  const double u2 = Uniform();
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double a = 2.0 * 3.14159265358979323846 * u2;
+  spare_ = r * std::sin(a);
+  have_spare_ = true;
+  return r * std::cos(a);
+}
+
+Status WriteFileAtomically(const std::string& path, std::span<const std::string_view> parts) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("open('" + tmp + "')");
+  Status st;
+  for (std::string_view part : parts) {
+    st = WriteAll(fd, tmp, part.data(), part.size());
+    if (!st.ok()) break;
+  }
+  if (::close(fd) != 0 && st.ok()) st = Status::FromErrno("close('" + tmp + "')");
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status::FromErrno("rename('" + tmp + "', '" + path + "')");
+  }
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
 
 bool NamedGpt2Shape(std::string_view name, Gpt2Config* out) {
   Gpt2Config c;  // vocab 50257, eps 1e-5, eos 50256

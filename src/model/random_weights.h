@@ -22,13 +22,42 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 #include "model/gpt2.h"
+#include "model/sampling.h"
 
 namespace tw::model {
+
+// One tensor's draws: the sampler's xoshiro256** (model::Rng), seeded with
+// the seed and an FNV-1a hash of the tensor's name, so each tensor's values
+// depend on nothing else; uniforms with 53 random bits, normals by
+// Box-Muller in double precision. (Also the trainer's initialisation,
+// train/params.h.)
+class TensorRng {
+ public:
+  TensorRng(uint64_t seed, std::string_view name) : rng_(seed ^ Fnv1a(name)) {}
+  // Uniform in [0, 1) with 53 random bits.
+  double Uniform() { return static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53; }
+  // Standard normal (Box-Muller; the second value of each pair is kept).
+  double Normal();
+
+ private:
+  static uint64_t Fnv1a(std::string_view name) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (char ch : name) {
+      h ^= static_cast<uint8_t>(ch);
+      h *= 0x100000001b3ull;
+    }
+    return h;
+  }
+  Rng rng_;
+  bool have_spare_ = false;
+  double spare_ = 0;
+};
 
 struct RandomGpt2Options {
   Gpt2Config config;
@@ -53,5 +82,10 @@ Status WriteRandomGpt2(const std::string& dir, const RandomGpt2Options& options)
 
 // mkdir -p.
 Status MakeDirs(const std::string& dir);
+
+// Writes the concatenation of `parts` to `path` + ".tmp", then renames it
+// to `path`: a reader sees the old file or the whole new one, never a part
+// (a failed write removes the .tmp file). Blocking file I/O.
+Status WriteFileAtomically(const std::string& path, std::span<const std::string_view> parts);
 
 }  // namespace tw::model

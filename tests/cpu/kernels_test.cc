@@ -100,9 +100,37 @@ TEST(PackTest, TransposedPackingEqualsPlainPacking) {
   EXPECT_EQ(a[(3 * in + 5) * 16 + 15], 0.0f);
 }
 
+TEST(PackTest, PanelRangesThatTileTheMatrixWriteTheWholePack) {
+  std::mt19937 gen(8);
+  const int in = 21, out = 83;  // 6 panels, the last one 3 columns wide
+  std::vector<float> w = Random(static_cast<size_t>(in) * out, &gen);
+  for (bool transposed : {false, true}) {
+    std::vector<float> whole(PackedWeightFloats(in, out), kNaN), parts(whole.size(), kNaN);
+    if (transposed) PackWeightTransposed(w.data(), in, out, whole.data());
+    else PackWeight(w.data(), in, out, whole.data());
+    for (int p0 : {4, 0, 1}) PackWeightPanels(w.data(), in, out, transposed, p0, p0 == 1 ? 4 : p0 == 4 ? 6 : 1, parts.data());
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], parts[i]) << i << (transposed ? " transposed" : "");
+  }
+}
+
 struct MatmulCase {
   int rows, in, out;
   bool bias, accumulate;
+};
+
+// Random x (rows, in), w (in, out) packed, bias (out) and a prior y (rows,
+// out) for a MatmulCase.
+struct MatmulInputs {
+  std::vector<float> x, w, b, y0, packed;
+  MatmulInputs(const MatmulCase& c, std::mt19937* gen)
+      : x(Random(static_cast<size_t>(c.rows) * c.in, gen)),
+        w(Random(static_cast<size_t>(c.in) * c.out, gen)),
+        b(Random(c.out, gen)),
+        y0(Random(static_cast<size_t>(c.rows) * c.out, gen)),
+        packed(PackedWeightFloats(c.in, c.out)) {
+    PackWeight(w.data(), c.in, c.out, packed.data());
+  }
+  PackedWeight View(const MatmulCase& c) const { return PackedWeight{packed.data(), c.in, c.out}; }
 };
 
 TEST_P(KernelsTest, MatmulMatchesNaive) {
@@ -125,15 +153,10 @@ TEST_P(KernelsTest, MatmulMatchesNaive) {
     for (const MatmulCase& c : cases) {
       SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.in) + "x" + std::to_string(c.out) +
                    (pool ? " pool" : " inline"));
-      std::vector<float> x = Random(static_cast<size_t>(c.rows) * c.in, &gen_);
-      std::vector<float> w = Random(static_cast<size_t>(c.in) * c.out, &gen_);
-      std::vector<float> b = Random(c.out, &gen_);
-      std::vector<float> y0 = Random(static_cast<size_t>(c.rows) * c.out, &gen_);
-      std::vector<float> packed(PackedWeightFloats(c.in, c.out));
-      PackWeight(w.data(), c.in, c.out, packed.data());
+      const MatmulInputs in(c, &gen_);
+      const std::vector<float>&x = in.x, &w = in.w, &b = in.b, &y0 = in.y0;
       std::vector<float> y = c.accumulate ? y0 : std::vector<float>(y0.size(), kNaN);
-      Matmul(pool, x.data(), c.rows, PackedWeight{packed.data(), c.in, c.out},
-             c.bias ? b.data() : nullptr, y.data(), c.accumulate);
+      Matmul(pool, x.data(), c.rows, in.View(c), c.bias ? b.data() : nullptr, y.data(), c.accumulate);
       for (int r = 0; r < c.rows; ++r) {
         for (int n = 0; n < c.out; ++n) {
           double ref = c.accumulate ? y0[static_cast<size_t>(r) * c.out + n] : 0.0;
@@ -173,6 +196,37 @@ TEST_P(KernelsTest, MatmulRowsAreBitwiseIndependentOfTheRowCount) {
     std::vector<float> y(static_cast<size_t>(rows) * N);
     Matmul(&pool2, x.data(), rows, pw, b.data(), y.data(), false);
     EXPECT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float))) << rows << " rows";
+  }
+}
+
+// The float32 Matmul gives the same bits at avx2 and avx512 (each output is
+// one FMA chain over k in k order, from the same start, at both levels; only
+// the register tiles differ): a contract the trainer's reproducibility
+// across machines rests on (src/train/trainer.h). Shapes of its steps: the
+// layers' forward and dX (K = C, 3C, 4C), dW = X^T dY (rows = C, K = B*T >
+// 1024: chunked K), the LM head (N = 50257: a ragged last panel), with and
+// without bias, accumulating and not. The scalar level rounds differently
+// (no FMA) and is not part of it.
+TEST(MatmulIsaContract, Avx2AndAvx512GiveTheSameBits) {
+  if (!IsaSupported(Isa::kAvx2) || !IsaSupported(Isa::kAvx512)) {
+    GTEST_SKIP() << "needs both avx2 and avx512 (this CPU's best: " << IsaName(BestIsa()) << ")";
+  }
+  std::mt19937 gen(21);
+  ThreadPool pool(2);
+  const MatmulCase cases[] = {
+      {256, 128, 384, true, false}, {256, 512, 128, true, true}, {128, 2048, 384, false, false},
+      {40, 4096, 200, false, true}, {24, 128, 50257, false, false}, {7, 19, 53, true, false},
+  };
+  for (const MatmulCase& c : cases) {
+    const MatmulInputs in(c, &gen);
+    std::vector<float> y[2] = {in.y0, in.y0};
+    for (int level = 0; level < 2; ++level) {
+      ASSERT_TRUE(ForceIsa(level == 0 ? Isa::kAvx2 : Isa::kAvx512).ok());
+      Matmul(&pool, in.x.data(), c.rows, in.View(c), c.bias ? in.b.data() : nullptr, y[level].data(), c.accumulate);
+    }
+    ResetIsa();
+    EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)))
+        << c.rows << " x " << c.in << " x " << c.out;
   }
 }
 

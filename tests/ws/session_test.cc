@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/app_fixture.h"
+#include "support/metrics_text.h"
 #include "support/ws_test_client.h"
 
 namespace tw::ws {
