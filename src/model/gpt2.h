@@ -74,14 +74,17 @@ class Gpt2Model {
 //   parameters) are skipped whatever their dtype;
 // - lm_head.weight, if present, must equal wte byte for byte (GPT-2 ties
 //   them) and is then ignored; an untied head is an error;
-// - every parameter of Gpt2ParameterSpecs() must be present, F32, with its
-//   exact shape; any other tensor is an error (a file we do not understand
-//   is not silently half-used);
+// - every parameter of Gpt2ParameterSpecs() must be present, F32, BF16 or
+//   F16, with its exact shape; any other tensor is an error (a file we do not
+//   understand is not silently half-used);
 // - weights are one slab: normally the read-only mmap of model.safetensors
 //   itself (zero copy: no second 500 MB, pages shared with other processes
 //   and the page cache). Only if some tensor is not 4-byte aligned in the
 //   mapping (the format does not promise it) are the parameters copied into
-//   one 64-byte-aligned allocation and the file unmapped.
+//   one 64-byte-aligned allocation and the file unmapped. BF16 and F16
+//   tensors are widened to float32 (exactly) in that same copy, so a 16-bit
+//   checkpoint costs twice its file size in memory; parameter_bytes()
+//   counts the float32 bytes.
 Status LoadGpt2(const std::string& dir, std::unique_ptr<Gpt2Model>* out);
 
 // One parameter tensor as the loader expects it (name without prefix).

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 #include "json/json.h"
@@ -17,6 +18,53 @@ namespace tw::model {
 namespace {
 
 constexpr size_t kSlabAlignBytes = 64;  // copy fallback: each tensor starts on a cache line
+
+// IEEE binary16 -> float32, exactly (every half is a float: subnormals become
+// normal floats, infinities and NaNs stay so, the NaN payload shifted along).
+float FloatFromHalf(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);  // rebias 15 -> 127
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: 0.mant x 2^-14, normalised
+    int e = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      e--;
+    }
+    bits = sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// A tensor's F32, BF16 or F16 bytes as float32 (both 16-bit formats widen
+// exactly) into dst, which holds numel floats and need not match src's
+// alignment.
+void WidenToFloat(Dtype dtype, std::span<const uint8_t> src, float* dst) {
+  if (dtype == Dtype::kF32) {
+    std::memcpy(dst, src.data(), src.size());
+    return;
+  }
+  const size_t n = src.size() / 2;
+  for (size_t i = 0; i < n; i++) {
+    uint16_t h;
+    std::memcpy(&h, src.data() + 2 * i, 2);
+    if (dtype == Dtype::kBF16) {
+      const uint32_t bits = static_cast<uint32_t>(h) << 16;
+      std::memcpy(dst + i, &bits, sizeof(float));
+    } else {
+      dst[i] = FloatFromHalf(h);
+    }
+  }
+}
 
 // Reads a whole small file (config.json) with a byte bound.
 Status ReadSmallFile(const std::string& path, size_t max_bytes, std::string* out) {
@@ -247,17 +295,18 @@ Status LoadGpt2(const std::string& dir, std::unique_ptr<Gpt2Model>* out) {
       return Status::Error(where + "missing tensor '" + specs[i].name + "' (expected F32 " +
                            ShapeToString(specs[i].shape) + ")");
     }
-    if (t->dtype != Dtype::kF32) {
+    if (t->dtype != Dtype::kF32 && t->dtype != Dtype::kBF16 && t->dtype != Dtype::kF16) {
       return Status::Error(where + "tensor '" + t->name + "': unsupported dtype " +
-                           std::string(DtypeName(t->dtype)) + " (expected F32)");
+                           std::string(DtypeName(t->dtype)) + " (expected F32, BF16 or F16)");
     }
     if (t->shape != specs[i].shape) {
       return Status::Error(where + "tensor '" + t->name + "': expected shape " +
                            ShapeToString(specs[i].shape) + ", found " + ShapeToString(t->shape));
     }
-    total += t->byte_size();
-    if (reinterpret_cast<uintptr_t>(file.TensorData(*t).data()) % alignof(float) != 0) {
-      aligned = false;
+    total += t->numel * sizeof(float);
+    if (t->dtype != Dtype::kF32 ||
+        reinterpret_cast<uintptr_t>(file.TensorData(*t).data()) % alignof(float) != 0) {
+      aligned = false;  // widened or realigned into the slab
     }
   }
   if (lm_head != nullptr) {
@@ -271,7 +320,8 @@ Status LoadGpt2(const std::string& dir, std::unique_ptr<Gpt2Model>* out) {
     }
   }
 
-  // Where the floats live: in the mapping, or copied into one aligned slab.
+  // Where the floats live: in the mapping, or copied (BF16 and F16 widened)
+  // into one aligned slab.
   std::vector<const float*> ptrs(specs.size());
   if (aligned) {
     for (size_t i = 0; i < specs.size(); i++) {
@@ -282,7 +332,7 @@ Status LoadGpt2(const std::string& dir, std::unique_ptr<Gpt2Model>* out) {
     std::vector<size_t> offs(specs.size());
     for (size_t i = 0; i < specs.size(); i++) {
       offs[i] = slab_bytes;
-      slab_bytes += (found[i]->byte_size() + kSlabAlignBytes - 1) / kSlabAlignBytes *
+      slab_bytes += (found[i]->numel * sizeof(float) + kSlabAlignBytes - 1) / kSlabAlignBytes *
                     kSlabAlignBytes;
     }
     model->slab_ = std::aligned_alloc(kSlabAlignBytes, slab_bytes == 0 ? kSlabAlignBytes
@@ -293,8 +343,7 @@ Status LoadGpt2(const std::string& dir, std::unique_ptr<Gpt2Model>* out) {
     }
     uint8_t* slab = static_cast<uint8_t*>(model->slab_);
     for (size_t i = 0; i < specs.size(); i++) {
-      auto src = file.TensorData(*found[i]);
-      std::memcpy(slab + offs[i], src.data(), src.size());
+      WidenToFloat(found[i]->dtype, file.TensorData(*found[i]), reinterpret_cast<float*>(slab + offs[i]));
       ptrs[i] = reinterpret_cast<const float*>(slab + offs[i]);
     }
     model->file_.reset();  // the copy is all we keep

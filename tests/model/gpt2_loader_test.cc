@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -255,14 +256,65 @@ TEST_F(LoadGpt2Errors, WrongShape) {
 TEST_F(LoadGpt2Errors, WrongDtype) {
   std::vector<RawTensor> t = TinyTensors();
   RawTensor* r = Named(&t, "ln_f.bias");
-  r->dtype = "F16";
-  r->data.resize(8);
-  EXPECT_ERROR_HAS(LoadWith(t), "'ln_f.bias'", "unsupported dtype F16", "expected F32");
+  r->dtype = "F64";
+  r->data.resize(32);
+  EXPECT_ERROR_HAS(LoadWith(t), "'ln_f.bias'", "unsupported dtype F64", "expected F32, BF16 or F16");
   t = TinyTensors();
   r = Named(&t, "wte.weight");
-  r->dtype = "BF16";
-  r->data.resize(r->data.size() / 2);
-  EXPECT_ERROR_HAS(LoadWith(t), "'wte.weight'", "unsupported dtype BF16");
+  r->dtype = "I8";
+  r->data.resize(r->data.size() / 4);
+  EXPECT_ERROR_HAS(LoadWith(t), "'wte.weight'", "unsupported dtype I8");
+}
+
+// Little-endian 16-bit words as a tensor's bytes.
+std::string HalfWords(const std::vector<uint16_t>& v) {
+  std::string s(v.size() * 2, '\0');
+  std::memcpy(s.data(), v.data(), s.size());
+  return s;
+}
+
+// BF16 and F16 parameters load, widened exactly to float32. The expected
+// floats are the formats' definitions (IEEE 754 binary16: 1 sign, 5 exponent
+// bits biased by 15, 10 mantissa bits; bfloat16: float32's top half), written
+// out by hand, not computed by the loader's code.
+TEST_F(LoadGpt2Errors, Bf16AndF16TensorsWidenExactly) {
+  std::vector<RawTensor> t = TinyTensors();
+  RawTensor* ln = Named(&t, "ln_f.weight");  // 4 elements
+  ln->dtype = "F16";
+  // 1.0, -2.0, 65504 (the largest half), 2^-24 (the smallest subnormal)
+  ln->data = HalfWords({0x3C00, 0xC000, 0x7BFF, 0x0001});
+  RawTensor* lb = Named(&t, "ln_f.bias");
+  lb->dtype = "BF16";
+  // 1.0, 3.140625, -0.0, 1.5 x 2^-126 (float32 bits 0x00C00000: the smallest exponent)
+  lb->data = HalfWords({0x3F80, 0x4049, 0x8000, 0x00C0});
+  RawTensor* bias = Named(&t, "h.0.ln_1.bias");
+  bias->dtype = "F16";
+  // 0.5, 0x0200 = 2^-15 (subnormal: 512 x 2^-24), 0x03FF = 1023 x 2^-24, -1.5
+  bias->data = HalfWords({0x3800, 0x0200, 0x03FF, 0xBE00});
+  EXPECT_EQ(LoadWith(t), "");
+  std::unique_ptr<Gpt2Model> m;
+  ASSERT_EQ(LoadError(dir_.path(), &m), "");
+  const Gpt2Weights& w = m->weights();
+  EXPECT_EQ(w.ln_f_w[0], 1.0f);
+  EXPECT_EQ(w.ln_f_w[1], -2.0f);
+  EXPECT_EQ(w.ln_f_w[2], 65504.0f);
+  EXPECT_EQ(w.ln_f_w[3], std::ldexp(1.0f, -24));
+  EXPECT_EQ(w.ln_f_b[0], 1.0f);
+  EXPECT_EQ(w.ln_f_b[1], 3.140625f);
+  EXPECT_EQ(w.ln_f_b[2], 0.0f);
+  EXPECT_TRUE(std::signbit(w.ln_f_b[2]));
+  EXPECT_EQ(w.ln_f_b[3], std::ldexp(1.5f, -126));
+  EXPECT_EQ(w.layers[0].ln_1_b[0], 0.5f);
+  EXPECT_EQ(w.layers[0].ln_1_b[1], std::ldexp(1.0f, -15));
+  EXPECT_EQ(w.layers[0].ln_1_b[2], std::ldexp(1023.0f, -24));
+  EXPECT_EQ(w.layers[0].ln_1_b[3], -1.5f);
+  // The F32 tensors beside them are the file's values (TinyTensors: k*1000 + i).
+  EXPECT_EQ(w.wte[5], 5.0f);
+  // parameter_bytes counts float32 bytes, whatever the file's dtype.
+  std::unique_ptr<Gpt2Model> f32;
+  ASSERT_EQ(LoadWith(TinyTensors()), "");
+  ASSERT_EQ(LoadError(dir_.path(), &f32), "");
+  EXPECT_EQ(m->parameter_bytes(), f32->parameter_bytes());
 }
 
 TEST_F(LoadGpt2Errors, UnknownTensor) {
