@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "cpu/kernels.h"
 #include "model/random_weights.h"
 #include "model/safetensors.h"
 #include "tokenizer/embedded.h"
@@ -32,11 +33,11 @@ Status WriteCheckpoint(const std::string& dir, const model::Gpt2Config& config, 
   for (const ParamTensor* t : sorted) {
     model::TensorInfo info;
     info.name = t->name;
-    info.dtype = model::Dtype::kF32;
+    info.dtype = options.bf16 ? model::Dtype::kBF16 : model::Dtype::kF32;
     info.shape = t->shape;
     info.numel = t->numel;
     info.data_begin = offset;
-    offset += t->numel * sizeof(float);
+    offset += t->numel * (options.bf16 ? sizeof(uint16_t) : sizeof(float));
     info.data_end = offset;
     infos.push_back(std::move(info));
   }
@@ -45,7 +46,16 @@ Status WriteCheckpoint(const std::string& dir, const model::Gpt2Config& config, 
   const std::string header = model::EncodeSafetensorsHeader(infos, meta);
   // Floats are little-endian on the host (static_assert in safetensors.cc).
   std::vector<std::string_view> parts = {header};
+  std::vector<uint16_t> halves;  // BF16: every tensor's, in file order
+  if (options.bf16) {
+    halves.reserve(offset / sizeof(uint16_t));
+    for (const ParamTensor* t : sorted) {
+      for (size_t i = 0; i < t->numel; ++i) halves.push_back(cpu::Bf16FromFloat(params[t->offset + i]));
+    }
+    parts.emplace_back(reinterpret_cast<const char*>(halves.data()), halves.size() * sizeof(uint16_t));
+  }
   for (const ParamTensor* t : sorted) {
+    if (options.bf16) break;
     parts.emplace_back(reinterpret_cast<const char*>(params + t->offset), t->numel * sizeof(float));
   }
   st = model::WriteFileAtomically(dir + "/model.safetensors", parts);

@@ -10,7 +10,8 @@
 namespace tw::train {
 namespace {
 
-constexpr double kValFraction = 0.05;
+constexpr double kValFraction = 0.05;  // of one document's tokens
+constexpr size_t kValEvery = 20;       // of several documents, every 20th
 
 bool Blank(std::string_view s) {
   for (char c : s) {
@@ -66,10 +67,16 @@ Status SplitCorpus(std::string_view text, const tokenizer::Tokenizer& tok, Corpu
   c.documents = static_cast<int>(docs.size());
   const int32_t eot = tok.end_of_text_id();
   if (docs.size() >= 2) {
-    const size_t val_docs = std::max<size_t>(1, static_cast<size_t>(std::ceil(docs.size() * kValFraction)));
-    c.val_documents = static_cast<int>(val_docs);
-    Join(ids, 0, docs.size() - val_docs, eot, &c.train);
-    Join(ids, docs.size() - val_docs, docs.size(), eot, &c.val);
+    // Every kValEvery-th document validates (the last one when there are
+    // fewer): spread over the whole file.
+    std::vector<std::vector<int32_t>> train_docs, val_docs;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      const bool val = docs.size() < kValEvery ? i + 1 == docs.size() : (i + 1) % kValEvery == 0;
+      (val ? val_docs : train_docs).push_back(std::move(ids[i]));
+    }
+    c.val_documents = static_cast<int>(val_docs.size());
+    Join(train_docs, 0, train_docs.size(), eot, &c.train);
+    Join(val_docs, 0, val_docs.size(), eot, &c.val);
   } else {
     const std::vector<int32_t>& all = ids[0];
     const size_t val = static_cast<size_t>(std::ceil(all.size() * kValFraction));

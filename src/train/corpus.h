@@ -9,10 +9,12 @@
 // joined with <|endoftext|> (the tokenizer's end_of_text_id, 50256 in
 // GPT-2) between them, as GPT-2 saw its training text.
 //
-// Validation split: with two or more documents, the last ceil(5 %) of them
-// (at least one); with one, the last ceil(5 %) of its tokens. (The split
-// follows the file's order: no shuffle, so a fortune file's validation
-// fortunes are its last ones.)
+// Validation split: with two or more documents, every 20th of them (the
+// 20th, 40th, ...; the last one when there are fewer than 20), so the
+// held-out text is spread over the whole file, whose parts may differ in
+// kind (the fortunes package's files are topics: a split of the last 5 %
+// would validate on one of them); with one document, the last ceil(5 %) of
+// its tokens.
 //
 // Windows: training windows start at positions drawn uniformly from a
 // seeded xoshiro256** stream (model::TensorRng): inputs tokens[s, s + T),

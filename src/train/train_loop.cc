@@ -74,10 +74,12 @@ Status ValidationLoss(Gpt2Trainer<float>& t, const std::vector<int32_t>& tokens,
 const char* TrainUsage() {
   return "  weights_tool train --corpus FILE --out DIR [flags]\n"
          "      Train a GPT-2 from scratch on a text file, on the CPU, and write a Hugging\n"
-         "      Face folder tokenwire serves (config.json, model.safetensors F32, vocab.json,\n"
+         "      Face folder tokenwire serves (config.json, model.safetensors F32 or BF16,\n"
+         "      vocab.json,\n"
          "      merges.txt). A fortune file (\"%\" lines) is one document per fortune, any\n"
-         "      other file one document; <|endoftext|> between documents; the last 5 % of\n"
-         "      documents (of tokens, for one document) are held out for validation. GPT-2's\n"
+         "      other file one document; <|endoftext|> between documents; every 20th\n"
+         "      document (the last 5 % of tokens, for one document) is held out for\n"
+         "      validation. GPT-2's\n"
          "      initialisation, AdamW (betas 0.9/0.95, decay on matrices and embeddings\n"
          "      only), global norm clip, linear warmup then cosine to --min-lr. Same corpus,\n"
          "      flags and seed: the same model bit for bit, whatever --threads. The\n"
@@ -87,6 +89,9 @@ const char* TrainUsage() {
          "      --lr X (2e-3)  --min-lr X (2e-4)  --warmup N (20)  --weight-decay X (0.1)\n"
          "      --clip X (1.0; 0: none)  --seed N (0)  --threads N (all)\n"
          "      --val-every N (50; 0: none)  --val-windows N (32)\n"
+         "      --dtype f32|bf16 (f32: the checkpoint's tensors; bf16 rounds them to\n"
+         "      nearest even, half the file, and reports the rounded model's validation\n"
+         "      loss too)\n"
          "      --checkpoint-every N (0: at the end only)  --log FILE (CSV: step,\n"
          "      train_loss, val_loss, lr, grad_norm, tokens, elapsed_s)\n";
 }
@@ -108,6 +113,11 @@ Status ParseTrainFlags(int argc, char** argv, TrainOptions* out, bool* help) {
     if (a == "--corpus") o.corpus = v;
     else if (a == "--out") o.out_dir = v;
     else if (a == "--log") o.log_path = v;
+    else if (a == "--dtype") {
+      const std::string_view d = v;
+      if (d != "f32" && d != "bf16") st = Status::Error("--dtype wants f32 or bf16, got '" + std::string(v) + "'");
+      o.bf16 = d == "bf16";
+    }
     else if (a == "--layers") st = ParseInt(a, v, 1, 64, &o.layers);
     else if (a == "--heads") st = ParseInt(a, v, 1, 64, &o.heads);
     else if (a == "--embd") st = ParseInt(a, v, 1, 4096, &o.embd);
@@ -178,7 +188,7 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
   say("corpus %s: %zu bytes, %d document%s%s; %zu training tokens, %zu validation tokens (%s)\n",
       o.corpus.c_str(), corpus.bytes, corpus.documents, corpus.documents == 1 ? "" : "s",
       corpus.fortune ? " (fortune format)" : "", corpus.train.size(), corpus.val.size(),
-      corpus.val_documents > 0 ? ("its last " + std::to_string(corpus.val_documents) + " documents").c_str()
+      corpus.val_documents > 0 ? (std::to_string(corpus.val_documents) + " documents, every 20th").c_str()
                                : "its last 5 % of tokens");
   const size_t window = static_cast<size_t>(o.seq) + 1;
   if (corpus.train.size() < window) {
@@ -220,9 +230,9 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
   if (!st.ok()) return st;
   const double param_mb = static_cast<double>(trainer->num_params()) * sizeof(float) / 1e6;
   say("model: %d layers, %d heads, %d wide, %d positions, vocab %d: %.2fM parameters; memory: %.0f MB "
-      "(parameters, gradients, AdamW) + %.0f MB (activations, scratch); %d thread%s\n",
+      "(parameters, gradients, AdamW) + %.0f MB (activations, scratch); %d thread%s, kernels %s\n",
       o.layers, o.heads, o.embd, o.positions, kGpt2Vocab, trainer->num_params() / 1e6, 4 * param_mb,
-      trainer->activation_bytes() / 1e6, threads, threads == 1 ? "" : "s");
+      trainer->activation_bytes() / 1e6, threads, threads == 1 ? "" : "s", cpu::IsaName(cpu::ActiveIsa()));
 
   std::FILE* log = nullptr;
   if (!o.log_path.empty()) {
@@ -248,6 +258,8 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
   sched.warmup_steps = o.warmup;
   sched.total_steps = o.steps;
   CheckpointOptions ckpt;
+  ckpt.bf16 = o.bf16;
+  double last_val = NAN;
   auto write_checkpoint = [&](int step) {
     ckpt.metadata = {{"step", std::to_string(step)}, {"seed", std::to_string(o.seed)}};
     return WriteCheckpoint(o.out_dir, config, trainer->params(), ckpt);
@@ -273,6 +285,7 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
       st = ValidationLoss(*trainer, corpus.val, val_starts, &inputs, &targets, &val);
       if (!st.ok()) return st;
     }
+    if (!std::isnan(val)) last_val = val;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double tokens = static_cast<double>(rows) * step;
     char val_text[32] = "";
@@ -292,9 +305,29 @@ Status RunTraining(const TrainOptions& o, std::FILE* progress) {
       say("checkpoint: %s (step %d)\n", o.out_dir.c_str(), step);
     }
   }
-  st = write_checkpoint(o.steps);
+  // The final checkpoint records its validation loss; a bf16 one also that
+  // of its rounded weights (the model as saved: the trainer's parameters are
+  // rounded in place, the run being over).
+  ckpt.metadata = {{"step", std::to_string(o.steps)}, {"seed", std::to_string(o.seed)}};
+  if (!std::isnan(last_val)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.4f", last_val);
+    ckpt.metadata.push_back({"val_loss", v});
+    if (o.bf16) {
+      float* p = trainer->params();
+      for (size_t i = 0; i < trainer->num_params(); ++i) p[i] = cpu::FloatFromBf16(cpu::Bf16FromFloat(p[i]));
+      double rounded = 0;
+      st = ValidationLoss(*trainer, corpus.val, val_starts, &inputs, &targets, &rounded);
+      if (!st.ok()) return st;
+      std::snprintf(v, sizeof v, "%.4f", rounded);
+      ckpt.metadata.push_back({"val_loss_bf16", v});
+      say("validation loss %.4f; with the weights rounded to bf16 %.4f\n", last_val, rounded);
+    }
+  }
+  st = WriteCheckpoint(o.out_dir, config, trainer->params(), ckpt);
   if (!st.ok()) return st;
-  say("wrote %s: config.json, model.safetensors, vocab.json, merges.txt (step %d)\n", o.out_dir.c_str(), o.steps);
+  say("wrote %s: config.json, model.safetensors (%s), vocab.json, merges.txt (step %d)\n", o.out_dir.c_str(),
+      o.bf16 ? "BF16" : "F32", o.steps);
   if (log && std::ferror(log)) return Status::Error("writing '" + o.log_path + "' failed");
   return Status::Ok();
 }

@@ -49,6 +49,7 @@ struct TrainOptions {
   int val_every = 50;    // --val-every: steps between validation losses (0: none)
   int val_windows = 32;  // --val-windows
   int checkpoint_every = 0;  // --checkpoint-every: steps between checkpoints (0: at the end only)
+  bool bf16 = false;     // --dtype bf16: checkpoints in BF16 (default f32)
 };
 
 // Parses weights_tool train's flags (argv after "train"). *help is set for

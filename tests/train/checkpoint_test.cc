@@ -106,6 +106,47 @@ TEST(Checkpoint, RoundTripsThroughLoadGpt2AndMatchesTheInferenceLoss) {
   std::printf("trainer loss %.9f, inference pass %.9f\n", loss, inference_loss);
 }
 
+// --dtype bf16: half the file, every tensor BF16, and what LoadGpt2 widens
+// is each parameter rounded to nearest even (cpu::Bf16FromFloat), checked
+// against the rounding rule written out here on the float's bits.
+TEST(Checkpoint, Bf16CheckpointsHoldEachParameterRoundedToNearestEven) {
+  const model::Gpt2Config c = testing::TinyTrainConfig(2, 4, 32, 97, 40);
+  std::vector<float> params(ParamCount(ParamLayout(c)));
+  InitGpt2Params(c, 3, params.data());
+  params[0] = 1.0f + 0x1p-8f;              // a tie: rounds to the even 1.0
+  params[1] = 1.0f + 0x1p-8f + 0x1p-20f;   // just past it: up to 1 + 2^-7
+  TempDir dir;
+  CheckpointOptions f32, bf16;
+  f32.tokenizer_files = bf16.tokenizer_files = false;
+  bf16.bf16 = true;
+  ASSERT_TRUE(WriteCheckpoint(dir.path() + "/f32", c, params.data(), f32).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir.path() + "/bf16", c, params.data(), bf16).ok());
+  const auto f32_bytes = std::filesystem::file_size(dir.path() + "/f32/model.safetensors");
+  const auto bf16_bytes = std::filesystem::file_size(dir.path() + "/bf16/model.safetensors");
+  EXPECT_LT(bf16_bytes, f32_bytes / 2 + 4096) << "the header aside, half";
+  std::unique_ptr<model::Gpt2Model> m;
+  Status st = model::LoadGpt2(dir.path() + "/bf16", &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const Gpt2Params<const float> p = ParamViews(c, static_cast<const float*>(params.data()));
+  auto rounded = [](float f) {  // round to nearest even on the top 16 bits
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  const model::Gpt2Weights& w = m->weights();
+  EXPECT_EQ(w.wte[0], 1.0f);
+  EXPECT_EQ(w.wte[1], 1.0f + 0x1p-7f);
+  for (size_t i = 0; i < static_cast<size_t>(c.vocab_size) * c.n_embd; ++i) {
+    ASSERT_EQ(w.wte[i], rounded(p.wte[i])) << i;
+  }
+  for (size_t i = 0; i < static_cast<size_t>(c.n_embd) * 4 * c.n_embd; ++i) {
+    ASSERT_EQ(w.layers[1].fc_w[i], rounded(p.layers[1].fc_w[i])) << i;
+  }
+  for (int i = 0; i < c.n_embd; ++i) ASSERT_EQ(w.ln_f_w[i], rounded(p.ln_f_w[i])) << i;
+}
+
 TEST(Checkpoint, AGpt2VocabularyModelCarriesTheTokenizerFiles) {
   const model::Gpt2Config c = testing::TinyTrainConfig(1, 1, 8, 50257, 16);
   std::vector<float> params(ParamCount(ParamLayout(c)));

@@ -46,16 +46,20 @@ TEST(Corpus, FortunesAreDocumentsJoinedByEndOfTextAndTheLastOnesValidate) {
   EXPECT_EQ(c.bytes, text.size());
 }
 
-TEST(Corpus, FiveInAHundredDocumentsValidate) {
+TEST(Corpus, EveryTwentiethDocumentValidates) {
   std::string text;
   for (int i = 0; i < 101; ++i) text += "fortune " + std::to_string(i) + "\n%\n";
   Corpus c;
   ASSERT_TRUE(SplitCorpus(text, Tok(), &c).ok());
   EXPECT_EQ(c.documents, 101);
-  EXPECT_EQ(c.val_documents, 6);  // ceil(5.05)
-  EXPECT_EQ(c.val, Concat({Tok().Encode("fortune 95\n"), {50256}, Tok().Encode("fortune 96\n"), {50256},
-                           Tok().Encode("fortune 97\n"), {50256}, Tok().Encode("fortune 98\n"), {50256},
-                           Tok().Encode("fortune 99\n"), {50256}, Tok().Encode("fortune 100\n")}));
+  EXPECT_EQ(c.val_documents, 5);  // the 20th, 40th, 60th, 80th and 100th
+  EXPECT_EQ(c.val, Concat({Tok().Encode("fortune 19\n"), {50256}, Tok().Encode("fortune 39\n"), {50256},
+                           Tok().Encode("fortune 59\n"), {50256}, Tok().Encode("fortune 79\n"), {50256},
+                           Tok().Encode("fortune 99\n")}));
+  // The training part: the others in order, fortune 18 then fortune 20.
+  const std::vector<int32_t> around = Concat({Tok().Encode("fortune 18\n"), {50256}, Tok().Encode("fortune 20\n")});
+  EXPECT_NE(std::search(c.train.begin(), c.train.end(), around.begin(), around.end()), c.train.end());
+  EXPECT_EQ(c.train.back(), Tok().Encode("fortune 100\n").back());
 }
 
 TEST(Corpus, APlainTextIsOneDocumentWhoseLastTokensValidate) {

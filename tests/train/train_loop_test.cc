@@ -42,13 +42,15 @@ TEST(TrainFlags, DefaultsAndValues) {
   EXPECT_EQ(o.layers, 4);
   EXPECT_EQ(o.positions, 1024);
   EXPECT_EQ(o.threads, 0);
+  EXPECT_FALSE(o.bf16);
   ASSERT_TRUE(Parse({"--corpus", "c", "--out", "d", "--layers", "2", "--heads", "2", "--embd", "64", "--positions",
                      "128", "--seq", "128", "--batch", "3", "--steps", "9", "--lr", "3e-4", "--min-lr", "0",
                      "--warmup", "9", "--weight-decay", "0", "--clip", "0", "--seed", "18446744073709551615",
                      "--threads", "3", "--val-every", "0", "--val-windows", "5", "--checkpoint-every", "4", "--log",
-                     "l.csv"},
+                     "l.csv", "--dtype", "bf16"},
                     &o, &help)
                   .ok());
+  EXPECT_TRUE(o.bf16);
   EXPECT_EQ(o.embd, 64);
   EXPECT_EQ(o.seq, 128);
   EXPECT_EQ(o.steps, 9);
@@ -81,6 +83,7 @@ TEST(TrainFlags, EachBadValueIsRefusedByName) {
   EXPECT_EQ(ParseError({"--clip", "x"}), "--clip wants a number in [0, 1e+12], got 'x'");
   EXPECT_EQ(ParseError({"--seed", "-3"}), "--seed wants a non-negative integer, got '-3'");
   EXPECT_EQ(ParseError({"--threads", "0"}), "--threads wants an integer in [1, 1024], got '0'");
+  EXPECT_EQ(ParseError({"--dtype", "f16"}), "--dtype wants f32 or bf16, got 'f16'");
   EXPECT_EQ(ParseError({"--embd", "100", "--heads", "3"}), "--embd 100 must be a multiple of --heads 3");
   EXPECT_EQ(ParseError({"--seq", "2048"}), "--seq 2048 exceeds --positions 1024");
   EXPECT_EQ(ParseError({"--lr", "1e-3", "--min-lr", "1e-2"}), "--min-lr must not exceed --lr");
