@@ -9,6 +9,7 @@
 #   make thread-safety  clang's -Wthread-safety over src/ (common/mutex.h annotations)
 #   make run          build everything, serve GPT-2 on 127.0.0.1:8080 (ARGS="..." adds flags)
 #   make demo         the same with the mock backend at a readable pace (DEMO_FLAGS)
+#   make model        train the default model; check it is the committed one bit for bit
 #   make bench        benchmarks into bench/runs/<date>/ with verdicts; RESULTS.md from bench/results/
 #   make train-golden the trainer's PyTorch golden file (tests/train/torch_train_step.py)
 #   make CUDA=1       the GPU build in build/cuda (nvcc; kernels/kernels.mk)
@@ -349,6 +350,14 @@ DEMO_FLAGS := --backend mock --mock-ttft-ms 300 --mock-tokens-per-s 5 --linger-m
 demo: $(BUILD)/tokenwire $(BUILD)/weights_tool
 	$(BUILD)/tokenwire serve --host 127.0.0.1 --port 8080 $(DEMO_FLAGS) $(ARGS)
 
+# make model: trains the default model (weights_tool train on Debian's
+# fortunes, pinned flags and seed; about 8 minutes on 2 cores) into
+# build/model/ and checks it is the committed src/model/data/gpt2-fortunes
+# bit for bit; MODEL_UPDATE=1 replaces the committed one (weights_tool/model.sh).
+.PHONY: model
+model:
+	env -u MAKEFLAGS -u MFLAGS bash weights_tool/model.sh
+
 # The scripts run make themselves, with their own -j: they get no jobserver
 # from this make (env -u), which would only make them warn.
 bench: all
@@ -379,3 +388,5 @@ interop:
 $(BUILD)/obj/src/web/assets.o build/fuzz/obj/src/web/assets.o: $(wildcard src/web/page/*)
 $(BUILD)/obj/src/tokenizer/embedded.o build/fuzz/obj/src/tokenizer/embedded.o: \
   src/tokenizer/data/encoder.json src/tokenizer/data/vocab.bpe
+$(BUILD)/obj/src/model/serving_model.o build/fuzz/obj/src/model/serving_model.o: \
+  src/model/data/gpt2-fortunes/config.json src/model/data/gpt2-fortunes/model.safetensors

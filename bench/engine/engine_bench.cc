@@ -95,7 +95,8 @@ double Pct(std::vector<double> v, double p) {
 }
 
 struct Args {
-  std::string exp, model, out, command;
+  std::string exp, out, command;
+  std::string model = "random-tiny";  // --model: a folder, or a built-in model (model/serving_model.h)
   std::string model_note;  // appended to the model's label, e.g. "random weights"
   int threads = 2;
   bool quick = false;
@@ -1067,10 +1068,8 @@ struct ServerRun {
                                        "--weights", a.weights,
                                        "--threads", std::to_string(a.threads), "--max-new-tokens", "4096",
                                        "--kv-blocks", "512", "--block-size", "16"};
-    if (!a.model.empty()) {
-      argv_s.push_back("--model");
-      argv_s.push_back(a.model);
-    }
+    argv_s.push_back("--model");
+    argv_s.push_back(a.model);
     for (auto& f : flags) argv_s.push_back(f);
     std::vector<char*> argv;
     for (auto& x : argv_s) argv.push_back(x.data());
@@ -1734,7 +1733,7 @@ int main(int argc, char** argv) {
   const model::Gpt2Config& mc = c.model->config();
   c.model_label = name + " (" + std::to_string(mc.n_layer) + " layers, " + std::to_string(mc.n_embd) +
                   " wide, " + std::to_string(mc.n_ctx) + " positions" +
-                  (a.model.empty() ? ", random tiny weights" : "") +
+                  (a.model == model::kRandomTinyModel ? ", random tiny weights" : "") +
                   (a.model_note.empty() ? "" : ", " + a.model_note) +
                   (a.weights == "f32" ? "" : ", " + a.weights + " weights") + ")";
 

@@ -15,8 +15,8 @@
 //    new, its transitions and mask computed); the others reuse it, as later
 //    requests with the same schema do through the server's grammar cache
 //    ("warm"). p50 / p99 / p99.9 of the time per token (mask + advance).
-// 3. Decode slowdown: the engine on the CPU runner (the model of --model, or
-//    the random tiny one), B streams of 64 tokens, unconstrained and under
+// 3. Decode slowdown: the engine on the CPU runner (the model of --model,
+//    random-tiny by default), B streams of 64 tokens, unconstrained and under
 //    response_format json_object, in alternating rounds; the ratio of the
 //    medians of tokens/s, at batch 1 and 32.
 // Writes FILE in the bench convention with its verdicts against issue 34's
@@ -67,7 +67,8 @@ std::string Slurp(const std::string& path) {
 }
 
 struct Args {
-  std::string out, schemas = "tests/data/grammar/schemas", model, command, mode = "quick";
+  std::string out, schemas = "tests/data/grammar/schemas", command, mode = "quick";
+  std::string model = "random-tiny";  // --model: a folder, or a built-in model (model/serving_model.h)
   int walks = 20, steps = 128, rounds = 3, threads = 2;
   int warmup_ms = grammar::CompilerOptions().warmup_ms;
 };

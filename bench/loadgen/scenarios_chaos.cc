@@ -97,6 +97,7 @@ constexpr int kSettlePolls = (kLingerMs + kRetainMs + 10000) / kSettlePollMs;  /
 
 std::vector<std::string> ServerArgs() {
   return {"--backend", "cpu",
+          "--model", "random-tiny",              // the model the committed runs measured
           "--threads", "1",                      // the load generator needs the other core
           "--max-batch", "8",                    // fewer than the streams running: they queue
           "--kv-blocks", "64",                   // 8 streams of 128 tokens in 16-token blocks: KV admission binds too

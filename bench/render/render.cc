@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "json/json.h"
+#include "lib/svg.h"
 #include "lib/verdict.h"
 
 namespace {
@@ -219,6 +221,77 @@ void RenderCpuModel(std::string* md, const Value& d, const std::string& file) {
 }
 
 // Reads and parses dir/file into *v; false (and a message) if it cannot.
+// make model's run (weights_tool/model.sh): model-train.json names the run
+// {"benchmark":"model_train", "date", "machine", "isa", "threads", "command",
+// "seconds", "val_loss", "val_loss_bf16", "log"}; its log (a CSV: step,
+// train_loss, val_loss, lr, grad_norm, tokens, elapsed_s) is drawn into
+// model-train.svg beside it, and the validation rows become the table.
+bool RenderTraining(std::string* md, const Value& d, const std::string& file, const std::string& dir,
+                    const std::string& charts) {
+  *md += "### The default model's training (make model)\n\n";
+  *md += "`" + file + "` · " + Str(d.Find("date")) + " · " + Str(d.Find("machine")) + " · kernels " +
+         Str(d.Find("isa")) + " · " + Str(d.Find("threads")) + " threads · " + Str(d.Find("seconds")) + " s\n\n";
+  *md += "Command: `" + Str(d.Find("command")) + "`\n\n";
+  std::string csv;
+  const std::string log = Str(d.Find("log"));
+  if (!ReadFile(dir + "/" + log, &csv)) {
+    std::fprintf(stderr, "render: cannot read %s/%s\n", dir.c_str(), log.c_str());
+    return false;
+  }
+  tw::bench::Series train{"training loss (each step's batch)", {}, {}};
+  tw::bench::Series val{"validation loss (fixed held-out windows)", {}, {}};
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // the header
+  double window_sum = 0;
+  int window_n = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    if (f.size() < 7) continue;
+    const double step = std::atof(f[0].c_str()), loss = std::atof(f[1].c_str());
+    train.x.push_back(step);
+    train.y.push_back(loss);
+    window_sum += loss;
+    window_n++;
+    if (!f[2].empty()) {
+      val.x.push_back(step);
+      val.y.push_back(std::atof(f[2].c_str()));
+      char mean[32], v[32], lr[32], sec[32];
+      std::snprintf(mean, sizeof mean, "%.3f", window_sum / window_n);
+      std::snprintf(v, sizeof v, "%.4f", std::atof(f[2].c_str()));
+      std::snprintf(lr, sizeof lr, "%.2e", std::atof(f[3].c_str()));
+      std::snprintf(sec, sizeof sec, "%.0f", std::atof(f[6].c_str()));
+      rows.push_back({f[0], mean, v, lr, sec});
+      window_sum = 0;
+      window_n = 0;
+    }
+  }
+  tw::bench::LineChart chart;
+  chart.title = "The default model's loss per step (make model: 4 layers, 128 wide, fortunes)";
+  chart.x_axis.label = "step";
+  chart.x_axis.integer = true;
+  chart.y_axis.label = "cross-entropy (nats per token)";
+  chart.markers = false;
+  chart.series = {train, val};
+  const std::string svg = "model-train.svg";
+  std::ofstream out(dir + "/" + svg, std::ios::binary | std::ios::trunc);
+  out << tw::bench::RenderLineChart(chart);
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "render: cannot write %s/%s\n", dir.c_str(), svg.c_str());
+    return false;
+  }
+  Table(md, {"step", "training loss (mean since the row above)", "validation loss", "learning rate", "seconds"}, rows);
+  *md += "Validation loss at the end: " + Str(d.Find("val_loss")) + " (float32 weights), " +
+         Str(d.Find("val_loss_bf16")) + " with the weights rounded to bf16 as committed; uniform over the vocabulary "
+         "is ln 50257 = 10.82.\n\n";
+  *md += "![The default model's loss per step](" + charts + svg + ")\n\n";
+  return true;
+}
+
 bool ReadResult(const std::string& dir, const std::string& file, Value* v) {
   std::string text;
   if (!ReadFile(dir + "/" + file, &text)) {
@@ -299,7 +372,7 @@ int main(int argc, char** argv) {
                                           "streams/idle_soak",     "streams/backpressure",
                                           "streams/throughput",    "streams/chaos"};
   std::map<std::string, std::pair<std::string, Value>> convention;  // bench -> (file, doc)
-  std::pair<std::string, Value> http, cpu;                          // newest of each (files are sorted)
+  std::pair<std::string, Value> http, cpu, training;                // newest of each (files are sorted)
   std::vector<std::string> skipped;
   for (const auto& f : files) {
     Value v;
@@ -309,6 +382,8 @@ int main(int argc, char** argv) {
       convention[key] = {f, std::move(v)};
     } else if (Str(v.Find("benchmark")) == "http_keepalive_healthz") {
       http = {f, std::move(v)};
+    } else if (Str(v.Find("benchmark")) == "model_train") {
+      training = {f, std::move(v)};
     } else if (v.Find("tokenwire") && v.Find("cpu") && v.Find("pytorch_peer_status")) {
       cpu = {f, std::move(v)};
     } else if ((v.Find("tokenwire") && v.Find("ggml")) || Str(v.Find("bench")) == "matmul_probe") {
@@ -340,6 +415,7 @@ int main(int argc, char** argv) {
   else md += "### HTTP keep-alive (bench/http)\n\nNo result file yet.\n\n";
   if (!cpu.first.empty()) RenderCpuModel(&md, cpu.second, cpu.first);
   else md += "### CPU model (bench/cpu_model)\n\nNo result file yet (`BENCH=cpu` or `BENCH=full`).\n\n";
+  if (!training.first.empty() && !RenderTraining(&md, training.second, training.first, results_dir, charts)) return 1;
   if (!skipped.empty()) {
     md += "Not rendered (no known shape):";
     for (const auto& f : skipped) md += " `" + f + "`";

@@ -14,6 +14,7 @@
 #include "cpu/kernels.h"
 #include "json/error_json.h"
 #include "json/json.h"
+#include "model/serving_model.h"
 #include "openai/openai_response.h"
 #include "service/structured_output.h"
 #include "web/assets.h"  // GET /: the teaching page (src/web)
@@ -113,7 +114,7 @@ Status App::Init(bool watch_signals) {
 
   // Tokenizer: the model folder's files, else the copy embedded in the binary.
   std::string source;
-  Status ts = config_.model_dir.empty()
+  Status ts = model::IsBuiltInModel(config_.model_dir)
                   ? tokenizer::Tokenizer::LoadEmbedded(&tokenizer_)
                   : tokenizer::Tokenizer::LoadFromDirOrEmbedded(config_.model_dir, &tokenizer_, &source);
   if (!ts.ok()) return Status::Error("tokenizer: " + ts.message());

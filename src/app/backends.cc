@@ -104,7 +104,8 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
     *out = std::move(m);
     return Status::Ok();
   }
-  // GPT-2 on the step-driven engine: --model DIR, or random tiny weights.
+  // GPT-2 on the step-driven engine: --model DIR, the default model, or
+  // random tiny weights (model/serving_model.h).
   std::shared_ptr<const model::Gpt2Model> model;
   std::string name;
   if (Status s = model::LoadModelForServing(config.model_dir, &model, &name); !s.ok()) {
@@ -136,7 +137,9 @@ Status MakeBackend(const Config& config, const tokenizer::Tokenizer* tokenizer, 
   ro.cuda_matmul = config.cuda_matmul;
   if (Status s = spec->make_runner(model, limits, ro, &runner); !s.ok()) return s;
   info->model_name = name;
-  info->model_source = config.model_dir.empty() ? "random weights (tiny shape, seed 0)" : config.model_dir;
+  info->model_source = config.model_dir.empty()                     ? "the default model (built in: make model)"
+                       : config.model_dir == model::kRandomTinyModel ? "random weights (tiny shape, seed 0)"
+                                                                     : config.model_dir;
   info->n_layer = c.n_layer;
   info->n_head = c.n_head;
   info->n_embd = c.n_embd;

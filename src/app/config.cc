@@ -189,7 +189,9 @@ const ServeFlag kServeFlags[] = {
     {"--model", "DIR",
      [](const Config&) -> std::string {
        return "Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
-              "vocab.json + merges.txt); default: random tiny GPT-2 weights";
+              "vocab.json + merges.txt), or random-tiny (random weights, 2\n"
+              "layers, 64 wide); default: the built-in model (GPT-2 trained by\n"
+              "make model on English quotations, 4 layers)";
      },
      [](std::string_view v, Config* c) -> Status {
        c->model_dir = v;
@@ -199,7 +201,8 @@ const ServeFlag kServeFlags[] = {
      [](const Config&) -> std::string {
        return "the model id /v1/models lists and completions' \"model\" must name;\n"
               "default: the --model folder's name (/models/gpt2-medium:\n"
-              "gpt2-medium); without --model gpt2-random-tiny; mock-gpt2 with\n"
+              "gpt2-medium); without --model gpt2-fortunes; gpt2-random-tiny\n"
+              "with --model random-tiny; mock-gpt2 with\n"
               "--backend mock";
      },
      [](std::string_view v, Config* c) -> Status {

@@ -17,7 +17,7 @@ namespace tw::app {
 
 struct Config {
   // Model and backend.
-  std::string model_dir;        // --model DIR ("" = random tiny weights for cpu)
+  std::string model_dir;        // --model DIR ("" = the default model, "random-tiny": model/serving_model.h)
   std::string chat_template_path;  // --chat-template ("" = the plain built-in template)
   bool strict_request_fields = false;  // --strict-request-fields: OpenAI endpoints refuse unknown fields
   std::string served_model_name;  // --served-model-name ("" = the --model folder's name, else the backend's)

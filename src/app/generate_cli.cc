@@ -46,7 +46,8 @@ bool ParseDouble(const std::string& s, double* out) {
 }
 
 const FlagSpec kFlags[] = {
-    {"--model", "DIR", "Hugging Face GPT-2 folder; default: random tiny GPT-2 weights (as serve)",
+    {"--model", "DIR",
+     "Hugging Face GPT-2 folder, or random-tiny (random weights); default: the built-in model (as serve)",
      [](const std::string& v, GenerateFlags* f) -> Status {
        if (v.empty()) return Status::Error("--model: an empty folder name");
        f->model_dir = v;
@@ -182,7 +183,8 @@ Status ParseGenerateFlags(int argc, char** argv, int first, GenerateFlags* f) {
 Status Generate(const GenerateFlags& f, const std::function<void(std::string_view)>& on_text,
                 GenerateOutcome* out) {
   *out = GenerateOutcome();
-  // The model `tokenwire serve` would load: the folder, or random tiny weights.
+  // The model `tokenwire serve` would load: the folder, the default model or
+  // random tiny weights.
   std::shared_ptr<const model::Gpt2Model> gpt2;
   std::string name;
   if (Status s = model::LoadModelForServing(f.model_dir, &gpt2, &name); !s.ok()) {
@@ -190,7 +192,7 @@ Status Generate(const GenerateFlags& f, const std::function<void(std::string_vie
   }
   out->model_name = name;
   tokenizer::Tokenizer tok;
-  Status ts = f.model_dir.empty() ? tokenizer::Tokenizer::LoadEmbedded(&tok)
+  Status ts = model::IsBuiltInModel(f.model_dir) ? tokenizer::Tokenizer::LoadEmbedded(&tok)
                                   : tokenizer::Tokenizer::LoadFromDirOrEmbedded(f.model_dir, &tok);
   if (!ts.ok()) return ts;
   const int n_ctx = gpt2->config().n_ctx;
@@ -295,8 +297,8 @@ int GenerateMain(int argc, char** argv, int first) {
     std::fprintf(stderr, "tokenwire generate: %s\n%s", s.message().c_str(), GenerateUsage().c_str());
     return 2;
   }
-  if (f.model_dir.empty()) {
-    std::fprintf(stderr, "tokenwire generate: no --model: random tiny GPT-2 weights (seed 0), so the text "
+  if (f.model_dir == model::kRandomTinyModel) {
+    std::fprintf(stderr, "tokenwire generate: --model random-tiny: random weights (seed 0), so the text "
                  "is noise\n");
   }
   GenerateOutcome o;

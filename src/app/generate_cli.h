@@ -29,7 +29,7 @@
 namespace tw::app {
 
 struct GenerateFlags {
-  std::string model_dir;  // "" = random tiny weights, as serve
+  std::string model_dir;  // "" = the default model, as serve (model/serving_model.h)
   std::string prompt;
   bool has_prompt = false;
   int64_t max_new_tokens = 64;

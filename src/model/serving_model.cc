@@ -1,11 +1,26 @@
 #include "model/serving_model.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 
+#include "common/embed.h"
 #include "model/random_weights.h"
+
+// The default model (src/model/data/README.md; the Makefile lists the files
+// as prerequisites of this object).
+asm(TW_EMBED_FILE("tw_default_model_config", "src/model/data/gpt2-fortunes/config.json")
+        TW_EMBED_FILE("tw_default_model_safetensors", "src/model/data/gpt2-fortunes/model.safetensors"));
+
+extern "C" {
+extern const char tw_default_model_config_begin[];
+extern const char tw_default_model_config_end[];
+extern const char tw_default_model_safetensors_begin[];
+extern const char tw_default_model_safetensors_end[];
+}
 
 namespace tw::model {
 
@@ -24,12 +39,43 @@ std::string ModelIdFromFolderName(const std::string& folder) {
   return id;
 }
 
+// Writes `bytes` to a new file at `path`.
+Status WriteFile(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno("open('" + path + "')");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status s = Status::FromErrno("write('" + path + "')");
+      ::close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return Status::FromErrno("close('" + path + "')");
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool IsBuiltInModel(std::string_view dir) { return dir.empty() || dir == kRandomTinyModel; }
+
+std::string_view DefaultModelConfigJson() {
+  return std::string_view(tw_default_model_config_begin,
+                          tw_default_model_config_end - tw_default_model_config_begin);
+}
+
+std::string_view DefaultModelSafetensors() {
+  return std::string_view(tw_default_model_safetensors_begin,
+                          tw_default_model_safetensors_end - tw_default_model_safetensors_begin);
+}
 
 Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Model>* out,
                            std::string* name) {
   std::unique_ptr<Gpt2Model> m;
-  if (!dir.empty()) {
+  if (!IsBuiltInModel(dir)) {
     if (Status s = LoadGpt2(dir, &m); !s.ok()) return s;
     std::string base = dir;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
@@ -39,21 +85,31 @@ Status LoadModelForServing(const std::string& dir, std::shared_ptr<const Gpt2Mod
     *out = std::move(m);
     return Status::Ok();
   }
+  const bool random = dir == kRandomTinyModel;
   const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokenwire-random-XXXXXX";
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokenwire-model-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return Status::FromErrno("mkdtemp " + templ);
-  RandomGpt2Options ro;
-  NamedGpt2Shape("tiny", &ro.config);
-  ro.seed = 0;
-  Status s = WriteRandomGpt2(templ, ro);
+  Status s;
+  if (random) {
+    RandomGpt2Options ro;
+    NamedGpt2Shape("tiny", &ro.config);
+    ro.seed = 0;
+    s = WriteRandomGpt2(templ, ro);
+  } else {
+    s = WriteFile(templ + "/config.json", DefaultModelConfigJson());
+    if (s.ok()) s = WriteFile(templ + "/model.safetensors", DefaultModelSafetensors());
+  }
   if (s.ok()) s = LoadGpt2(templ, &m);
   // The loader maps model.safetensors (or copied it): the files can go now.
   ::unlink((templ + "/model.safetensors").c_str());
   ::unlink((templ + "/model.safetensors.tmp").c_str());
   ::unlink((templ + "/config.json").c_str());
   ::rmdir(templ.c_str());
-  if (!s.ok()) return Status::Error("random tiny model in " + templ + ": " + s.message());
-  *name = "gpt2-random-tiny";
+  if (!s.ok()) {
+    return Status::Error(std::string(random ? "random tiny model" : "the default model") + " in " + templ + ": " +
+                         s.message());
+  }
+  *name = random ? "gpt2-random-tiny" : std::string(kDefaultModelName);
   *out = std::move(m);
   return Status::Ok();
 }

@@ -15,6 +15,7 @@
 #include "client/http_client.h"
 #include "client/sse_client.h"
 #include "json/json.h"
+#include "support/server_child.h"  // WithRandomTinyModel
 
 #define ASSERT_OK(expr)                               \
   do {                                                \
@@ -40,6 +41,7 @@ class AppServer {
                                      "400", "--retain-ms", "200", "--linger-ms", "100",
                                      "--max-new-tokens", "20000", "--log-level", "error"};
     for (auto& f : flags) args.push_back(f);
+    args = WithRandomTinyModel(std::move(args));  // the last --backend counts
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     app::Config cfg;

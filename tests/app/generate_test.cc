@@ -52,6 +52,7 @@ TEST(Generate, TheSameSeedGivesTheServersTokens) {
   for (const Case& c : cases) {
     SCOPED_TRACE(RequestBody(c));
     app::GenerateFlags f;
+    f.model_dir = "random-tiny";  // the server's (AppServer: WithRandomTinyModel)
     f.prompt = c.prompt;
     f.has_prompt = true;
     f.max_new_tokens = c.max_new_tokens;

@@ -22,7 +22,18 @@ std::string ServerBinary() {
   return p.substr(0, p.rfind('/')) + "/tokenwire";
 }
 
+std::vector<std::string> WithRandomTinyModel(std::vector<std::string> flags) {
+  bool cpu = true, model = false;
+  for (size_t i = 0; i < flags.size(); i++) {
+    if (flags[i] == "--backend" && i + 1 < flags.size()) cpu = flags[i + 1] == "cpu";
+    if (flags[i] == "--model") model = true;
+  }
+  if (cpu && !model) flags.insert(flags.end(), {"--model", "random-tiny"});
+  return flags;
+}
+
 ServerChild::ServerChild(std::vector<std::string> flags, int start_timeout_ms, int stderr_fd) {
+  flags = WithRandomTinyModel(std::move(flags));
   static int serial = 0;
   log_ = "/tmp/tw_server_child_" + std::to_string(::getpid()) + "_" + std::to_string(serial++) + ".log";
   std::vector<std::string> args = {ServerBinary(), "serve", "--port", "0"};

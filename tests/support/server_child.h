@@ -22,6 +22,14 @@ namespace tw::testing {
 // <build>/tokenwire for the test binary running now.
 std::string ServerBinary();
 
+// `flags` with "--model random-tiny" appended when they run the cpu backend
+// (no --backend, or the last --backend is cpu) and name no --model: the
+// tests pin their outputs on the random tiny model (2 layers, 64 wide), not
+// on the server's default trained model. ServerChild and AppServer apply it;
+// a test that wants the default model passes --model "" (the serve parser's
+// default value: the built-in model).
+std::vector<std::string> WithRandomTinyModel(std::vector<std::string> flags);
+
 class ServerChild {
  public:
   // stderr_fd >= 0: the child's stderr goes there (a pipe the test holds)
