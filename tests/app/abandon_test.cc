@@ -96,7 +96,13 @@ TEST(AbandonedRequest, QueuedIsCancelledAtItsClientsCloseOnEveryEndpoint) {
   client::SseClient holder;
   ASSERT_TRUE(holder.Connect(server.port()).ok());
   ASSERT_TRUE(holder.Post("/v1/stream", R"({"prompt":"Hello","max_new_tokens":900,"policy":"pause_producer"})").ok());
-  ASSERT_TRUE(holder.ReadEvents([](const sse::Event& e) { return e.type == "token"; }).ok());
+  // Read on to the first token (the callback returns false to stop): the
+  // holder is then admitted. Stopping at "start" left a race: under load the
+  // reset could pause the holder before its admission, and a paused waiting
+  // sequence holds no slot, so the requests below ran.
+  ASSERT_TRUE(holder.ReadEvents([](const sse::Event& e) { return e.type != "token"; }).ok());
+  ASSERT_FALSE(holder.result().events.empty());
+  ASSERT_EQ(holder.result().events.back().type, "token");
   holder.http().CloseWithReset();
   ASSERT_TRUE(WaitUntil([&] { return Metrics(server.port()).find("tokenwire_producer_pauses_total 1\n") != std::string::npos; }))
       << Metrics(server.port());
