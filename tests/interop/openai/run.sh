@@ -63,8 +63,9 @@ start() {
   return 1
 }
 
-# The model under test: GPT-2 on the CPU backend, random tiny weights.
-start cpu --backend cpu --threads 2 --max-new-tokens 64
+# The model under test: GPT-2 on the CPU backend, random tiny weights (the
+# rows below pin its outputs; the built-in model ends fortunes early).
+start cpu --backend cpu --model random-tiny --threads 2 --max-new-tokens 64
 cpu_port=$port
 # A slow mock for the error-after-the-200 check.
 start mock --backend mock --mock-ttft-ms 10 --mock-tokens-per-s 50
