@@ -17,7 +17,7 @@ let run = null;
 
 function newRun(opts) {
   return {
-    ...opts,               // transport, prompt, maxTokens, slow, slowMs, dropAfter, cancelAfter, seed, logprobs, schema
+    ...opts,               // transport, prompt, maxTokens, slow, slowMs, dropAfter, cancelAfter, seed, temperature, logprobs, schema
     stream: null,          // "s_…" once known
     lastId: 0,
     ids: [],               // every id received, in arrival order
@@ -296,6 +296,7 @@ function finish(status, reason) {
 function generationRequest() {
   const r = {prompt: run.prompt, max_new_tokens: run.maxTokens};
   if (run.seed !== null) r.seed = run.seed;
+  if (run.temperature !== null) r.temperature = run.temperature;
   if (run.logprobs !== null) r.logprobs = run.logprobs;
   if (run.schema !== null) r.guided_json = run.schema;  // the server compiles it (docs/structured-output.md)
   return r;
@@ -518,6 +519,7 @@ function optionsFromForm() {
     dropAfter: [],
     cancelAfter: null,
     seed: null,
+    temperature: $("temperature").value === "" ? null : Number($("temperature").value),
     logprobs: $("logprobs").value === "" ? null : Number($("logprobs").value),
     schema: schemaFromForm(),
   };
@@ -559,6 +561,7 @@ function applyParams() {
   }
   if (p.has("slow")) $("slow").checked = p.get("slow") === "1";
   if (p.has("slow_ms")) $("slow_ms").value = p.get("slow_ms");
+  if (p.has("temperature")) $("temperature").value = p.get("temperature");
   if (p.has("logprobs")) $("logprobs").value = p.get("logprobs");
   if (p.has("schema")) $("schema").value = p.get("schema");
   const opts = optionsFromForm();
