@@ -66,7 +66,7 @@ Status MakeRunner(std::string_view kind, std::shared_ptr<const model::Gpt2Model>
 struct BackendInfo {
   const BackendSpec* spec = nullptr;
   std::string model_name;
-  std::string model_source;  // the folder, or "random weights (tiny shape, seed 0)"
+  std::string model_source;  // the folder, "the default model (built in: make model)" or "random weights (tiny shape, seed 0)"
   int n_layer = 0, n_head = 0, n_embd = 0, n_ctx = 0, vocab_size = 0;
   engine::RunnerLimits limits;  // engine backends
 };

@@ -1,6 +1,6 @@
 // `tokenwire generate`: one completion, streamed to stdout as it is produced,
-// on the model `tokenwire serve` would load (--model DIR, else random tiny
-// GPT-2 weights), and the program's usage texts.
+// on the model `tokenwire serve` would load (--model DIR, random-tiny, else
+// the built-in model: model/serving_model.h), and the program's usage texts.
 //
 // The flags live in one table in generate_cli.cc: the parser, `tokenwire
 // generate --help` and `tokenwire --help` are all made from it, so they
