@@ -5,6 +5,8 @@
 // MatmulIsaContract).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -52,16 +54,34 @@ TEST(Determinism, OneAndThreeThreadsGiveBitIdenticalParameters) {
   EXPECT_GT(moved, one.size() / 2);
 }
 
-TEST(Determinism, Avx2AndAvx512GiveBitIdenticalParameters) {
-  if (!cpu::IsaSupported(cpu::Isa::kAvx2) || !cpu::IsaSupported(cpu::Isa::kAvx512)) {
-    GTEST_SKIP() << "needs both avx2 and avx512 (this CPU's best: " << cpu::IsaName(cpu::BestIsa()) << ")";
+// FNV-1a over the parameters' bytes.
+uint64_t Fingerprint(const std::vector<float>& v) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// The same bits at avx2 and avx512, and on every machine: the parameters
+// after the steps above, at each of the two levels this CPU runs (an
+// AVX2-only machine runs one, a Zen 4/5 both), are the bytes whose
+// fingerprint was recorded on a Zen 5 (at both levels, equal). A machine
+// that trained differently fails here, not silently in `make model`.
+constexpr uint64_t kTrainFewStepsFingerprint = 1472001386281263679ull;
+
+TEST(Determinism, EveryKernelLevelGivesTheRecordedParameters) {
+  ASSERT_TRUE(cpu::IsaSupported(cpu::Isa::kAvx2)) << "the trainer's contract covers x86-64 with AVX2 and FMA";
+  int levels = 0;
+  for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+    if (!cpu::IsaSupported(isa)) continue;
+    ASSERT_TRUE(cpu::ForceIsa(isa).ok());
+    const std::vector<float> p = TrainFewSteps(2);
+    cpu::ResetIsa();
+    std::printf("%s: fingerprint %llu\n", cpu::IsaName(isa), static_cast<unsigned long long>(Fingerprint(p)));
+    EXPECT_EQ(Fingerprint(p), kTrainFewStepsFingerprint) << cpu::IsaName(isa);
+    levels++;
   }
-  ASSERT_TRUE(cpu::ForceIsa(cpu::Isa::kAvx2).ok());
-  const std::vector<float> avx2 = TrainFewSteps(2);
-  ASSERT_TRUE(cpu::ForceIsa(cpu::Isa::kAvx512).ok());
-  const std::vector<float> avx512 = TrainFewSteps(2);
-  cpu::ResetIsa();
-  EXPECT_EQ(0, std::memcmp(avx2.data(), avx512.data(), avx2.size() * sizeof(float)));
+  EXPECT_GE(levels, 1);
 }
 
 }  // namespace
